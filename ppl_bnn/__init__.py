@@ -1,0 +1,25 @@
+"""ppl_bnn: one Bayesian neural network spec, Pyro and NumPyro backends, every method.
+
+>>> from ppl_bnn import BNN, fit  # doctest: +SKIP
+>>> result = fit(BNN(x, y, hidden=(50,), noise=0.1), method="nuts", backend="pyro")  # doctest: +SKIP
+"""
+
+from ppl_bnn.fit import fit
+from ppl_bnn.model import BNN
+from ppl_bnn.predictive import Prediction
+from ppl_bnn.registry import available as available_methods
+from ppl_bnn.results import FitResult
+from ppl_bnn.runtime import configure_runtime
+from ppl_bnn.spec import ACTIVATIONS, LIKELIHOODS, BNNSpec
+
+__all__ = [
+    "ACTIVATIONS",
+    "BNN",
+    "LIKELIHOODS",
+    "BNNSpec",
+    "FitResult",
+    "Prediction",
+    "available_methods",
+    "configure_runtime",
+    "fit",
+]

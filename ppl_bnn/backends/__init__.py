@@ -1,0 +1,48 @@
+"""Backends: the one BNN program compiled to a PPL, plus the array operations fits need.
+
+Backends are imported lazily so that using one does not import the other's framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from ppl_bnn.spec import BNNSpec
+
+BACKENDS: tuple[str, ...] = ("numpyro", "pyro")
+
+
+class Backend(Protocol):
+    """What every backend module provides."""
+
+    name: str
+
+    def model(self, spec: BNNSpec) -> Any:
+        """The model callable ``model(x, y=None)`` of this PPL."""
+
+    def data(self, spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:
+        """``x`` and ``y`` as this framework's arrays (float32 inputs; float32 or int labels)."""
+
+    def log_density(self, spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]) -> float:
+        """Log joint ``log p(params) + log p(y | x, params)`` computed by the PPL's own tracer."""
+
+    def grad_log_density(
+        self, spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """Gradient of :meth:`log_density` with respect to every site."""
+
+    def forward_draws(
+        self, spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray
+    ) -> np.ndarray:
+        """Network outputs for a batch of draws: params (S, ...) -> f (S, N, output_dim)."""
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name``; an unknown name raises ``ValueError`` listing the known ones."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
+    return importlib.import_module(f"ppl_bnn.backends.{name}_backend")

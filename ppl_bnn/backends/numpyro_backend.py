@@ -1,0 +1,77 @@
+"""NumPyro (JAX) backend: the BNN program with ``numpyro`` primitives and jitted array ops."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache, partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions
+from numpyro.infer.util import log_density as _numpyro_log_density
+
+from ppl_bnn.program import PPL, bnn_model, forward
+from ppl_bnn.spec import BNNSpec
+
+name = "numpyro"
+
+PPL_NUMPYRO = PPL(
+    name=name,
+    sample=numpyro.sample,
+    plate=numpyro.plate,
+    dist=numpyro.distributions,
+    activations={
+        "relu": jax.nn.relu,
+        "tanh": jnp.tanh,
+        "gelu": partial(jax.nn.gelu, approximate=False),
+        "sigmoid": jax.nn.sigmoid,
+    },
+)
+
+
+def model(spec: BNNSpec) -> Any:
+    return partial(bnn_model, spec, PPL_NUMPYRO)
+
+
+def data(spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:
+    x_arr = jnp.asarray(x, dtype=jnp.float32)
+    if y is None:
+        return x_arr, None
+    dtype = jnp.float32 if spec.likelihood == "gaussian" else jnp.int32
+    return x_arr, jnp.asarray(y, dtype=dtype)
+
+
+def _as_params(params: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()}
+
+
+@lru_cache(maxsize=32)
+def _log_density_fn(spec: BNNSpec):
+    def log_joint(params, x, y):
+        return _numpyro_log_density(model(spec), (x, y), {}, params)[0]
+
+    return jax.jit(log_joint), jax.jit(jax.grad(log_joint))
+
+
+def log_density(spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]) -> float:
+    return float(_log_density_fn(spec)[0](_as_params(params), x, y))
+
+
+def grad_log_density(
+    spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    grads = _log_density_fn(spec)[1](_as_params(params), x, y)
+    return {k: np.asarray(v) for k, v in grads.items()}
+
+
+@lru_cache(maxsize=32)
+def _forward_fn(spec: BNNSpec):
+    return jax.jit(partial(forward, spec, activation=PPL_NUMPYRO.activations[spec.activation]))
+
+
+def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    out = _forward_fn(spec)(_as_params(params), jnp.asarray(x, dtype=jnp.float32))
+    return np.asarray(out)

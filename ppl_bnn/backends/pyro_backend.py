@@ -1,0 +1,81 @@
+"""Pyro (torch) backend: the BNN program with ``pyro`` primitives and torch array ops."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pyro
+import pyro.distributions
+import torch
+from pyro import poutine
+
+from ppl_bnn.program import PPL, bnn_model, forward
+from ppl_bnn.spec import BNNSpec
+
+name = "pyro"
+
+PPL_PYRO = PPL(
+    name=name,
+    sample=pyro.sample,
+    plate=pyro.plate,
+    dist=pyro.distributions,
+    activations={
+        "relu": torch.relu,
+        "tanh": torch.tanh,
+        "gelu": torch.nn.functional.gelu,
+        "sigmoid": torch.sigmoid,
+    },
+)
+
+
+def model(spec: BNNSpec) -> Any:
+    return partial(bnn_model, spec, PPL_PYRO)
+
+
+def data(spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:
+    x_t = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    if y is None:
+        return x_t, None
+    if spec.likelihood == "gaussian":
+        return x_t, torch.as_tensor(np.asarray(y, dtype=np.float32))
+    return x_t, torch.as_tensor(np.asarray(y, dtype=np.int64))
+
+
+def _as_params(params: Mapping[str, np.ndarray], requires_grad: bool = False) -> dict:
+    return {
+        k: torch.tensor(np.asarray(v, dtype=np.float32), requires_grad=requires_grad)
+        for k, v in params.items()
+    }
+
+
+def _log_joint(spec: BNNSpec, x: Any, y: Any, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    conditioned = poutine.condition(model(spec), data=dict(params))
+    return poutine.trace(conditioned).get_trace(x, y).log_prob_sum()
+
+
+def log_density(spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]) -> float:
+    with torch.no_grad():
+        return float(_log_joint(spec, x, y, _as_params(params)))
+
+
+def grad_log_density(
+    spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    tensors = _as_params(params, requires_grad=True)
+    names = list(tensors)
+    grads = torch.autograd.grad(_log_joint(spec, x, y, tensors), [tensors[k] for k in names])
+    return {k: g.numpy() for k, g in zip(names, grads, strict=True)}
+
+
+def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        out = forward(
+            spec,
+            _as_params(params),
+            torch.as_tensor(np.asarray(x, dtype=np.float32)),
+            PPL_PYRO.activations[spec.activation],
+        )
+    return out.numpy()

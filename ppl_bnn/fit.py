@@ -1,0 +1,79 @@
+"""``fit``: one entry point for every (method, backend)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from ppl_bnn.model import BNN
+from ppl_bnn.predictive import pointwise_log_likelihood
+from ppl_bnn.registry import get_method, make_options
+from ppl_bnn.results import FitResult, _flat, forward_draws, noise_std_draws
+from ppl_bnn.seeding import check_seed
+from ppl_bnn.timing import now
+from ppl_bnn.versions import library_versions
+
+logger = logging.getLogger(__name__)
+
+
+def fit(
+    model: BNN, method: str = "svi", *, backend: str = "numpyro", seed: int = 0, **options: Any
+) -> FitResult:
+    """Fit ``model`` by ``method`` on ``backend``.
+
+    Args:
+        model: A :class:`~ppl_bnn.BNN` (spec plus training data).
+        method: ``"svi"``, ``"nuts"`` or ``"hmc"`` (see :func:`ppl_bnn.available_methods`).
+        backend: ``"numpyro"`` (default) or ``"pyro"``.
+        seed: Non-negative integer; the same seed gives the same draws on CPU.
+        **options: Method options, e.g. ``num_steps`` for SVI or ``num_warmup`` for NUTS; an
+            unknown name raises an error listing the valid ones.
+
+    Returns:
+        A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...).
+
+    Example:
+        >>> import numpy as np
+        >>> from ppl_bnn import BNN, fit
+        >>> x = np.linspace(-1, 1, 30)[:, None]
+        >>> model = BNN(x, 2 * x[:, 0], hidden=(), noise=0.1)
+        >>> result = fit(model, "svi", num_steps=200, num_draws=50)
+        >>> result.draws["w0"].shape
+        (1, 50, 1, 1)
+    """
+    if not isinstance(model, BNN):
+        raise TypeError(f"model must be a ppl_bnn.BNN, got {type(model).__name__}")
+    seed = check_seed(seed)
+    entry = get_method(method, backend)
+    opts = make_options(entry, options)
+    logger.info("fitting %s on %s (seed %d)", method, backend, seed)
+    start = now()
+    out = entry.runners[backend](model, opts, seed)
+    ll_start = now()
+    flat = _flat(out.draws)
+    f = forward_draws(backend, model.spec, flat, model.x)
+    ll = pointwise_log_likelihood(model.spec, f, noise_std_draws(model.spec, flat), model.y)
+    end = now()
+    chains, draws = next(iter(out.draws.values())).shape[:2]
+    if not np.all(np.isfinite(ll)):
+        logger.warning("%s/%s: non-finite training log-likelihood in some draws", method, backend)
+    timings = {**out.timings, "log_likelihood": end - ll_start, "total": end - start}
+    return FitResult(
+        spec=model.spec,
+        method=method,
+        backend=backend,
+        seed=seed,
+        options=asdict(opts),
+        draws=out.draws,
+        log_likelihood=ll.reshape(chains, draws, -1),
+        observed=model.y.copy(),
+        timings=timings,
+        sample_stats=out.sample_stats,
+        losses=out.losses,
+        variational=out.variational,
+        info=out.info,
+        versions=library_versions(),
+    )

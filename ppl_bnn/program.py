@@ -1,0 +1,81 @@
+"""The one BNN program, written once against a PPL namespace.
+
+Pyro and NumPyro share their modelling vocabulary (``sample``, ``plate``, ``distributions.Normal``,
+``.expand(...).to_event(...)``, ``Categorical(logits=...)``), and torch tensors and JAX arrays
+share ``@`` and broadcasting. Each backend hands :func:`bnn_model` a :class:`PPL` built from its own
+library, so the network is compiled from the spec, never written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ppl_bnn.spec import PRECISION_SITE, BNNSpec, Site
+
+
+@dataclass(frozen=True)
+class PPL:
+    """The pieces of a probabilistic programming language that the BNN program uses.
+
+    Attributes:
+        name: Backend name (``"pyro"`` or ``"numpyro"``).
+        sample: ``pyro.sample`` / ``numpyro.sample``.
+        plate: ``pyro.plate`` / ``numpyro.plate``.
+        dist: The distributions module.
+        activations: Activation name -> elementwise function on that library's arrays.
+    """
+
+    name: str
+    sample: Callable[..., Any]
+    plate: Callable[..., Any]
+    dist: ModuleType
+    activations: Mapping[str, Callable[[Any], Any]]
+
+
+def prior(site: Site, dist: ModuleType) -> Any:
+    """The prior distribution of ``site`` built from a distributions module."""
+    kind, params = site.prior
+    if kind == "normal":
+        return dist.Normal(0.0, params).expand(list(site.shape)).to_event(len(site.shape))
+    concentration, rate = params
+    return dist.Gamma(concentration, rate)
+
+
+def forward(spec: BNNSpec, params: Mapping[str, Any], x: Any, activation: Callable) -> Any:
+    """Network output ``f`` for inputs ``x`` (N, D).
+
+    Weights may carry leading batch axes (draws): ``w_l`` of shape (..., in, out) and ``b_l`` of
+    shape (..., out) give ``f`` of shape (..., N, out).
+    """
+    h = x
+    last = spec.num_layers - 1
+    for layer in range(spec.num_layers):
+        h = h @ params[f"w{layer}"] + params[f"b{layer}"][..., None, :]
+        if layer < last:
+            h = activation(h)
+    return h
+
+
+def noise_std(spec: BNNSpec, params: Mapping[str, Any]) -> Any:
+    """Gaussian noise std: the known value, or ``precision ** -0.5`` when learned."""
+    if spec.learned_noise:
+        return params[PRECISION_SITE] ** -0.5
+    return spec.noise
+
+
+def bnn_model(spec: BNNSpec, ppl: PPL, x: Any, y: Any | None = None) -> Any:
+    """The BNN as a generative program: priors on every site, then the likelihood of ``y``.
+
+    Returns the network output ``f`` (N, output_dim).
+    """
+    params = {site.name: ppl.sample(site.name, prior(site, ppl.dist)) for site in spec.sites()}
+    f = forward(spec, params, x, ppl.activations[spec.activation])
+    with ppl.plate("data", x.shape[0]):
+        if spec.likelihood == "gaussian":
+            ppl.sample("y", ppl.dist.Normal(f[..., 0], noise_std(spec, params)), obs=y)
+        else:
+            ppl.sample("y", ppl.dist.Categorical(logits=f), obs=y)
+    return f

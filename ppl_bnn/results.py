@@ -1,0 +1,250 @@
+"""``FitResult``: draws, diagnostics and timings of one fit; prediction, ArviZ, save/load."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ppl_bnn.backends import get_backend
+from ppl_bnn.model import validate_inputs
+from ppl_bnn.predictive import Prediction, pointwise_log_likelihood
+from ppl_bnn.program import noise_std
+from ppl_bnn.spec import BNNSpec
+
+SCHEMA_VERSION = 1
+_IDATA_FILE = "inference_data.nc"
+_VARIATIONAL_FILE = "variational.nc"
+_META_FILE = "fit.json"
+#: Upper bound on floats held by one chunk of a vectorised forward pass.
+_CHUNK_FLOATS = 2**25
+
+
+def forward_draws(
+    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
+) -> np.ndarray:
+    """Outputs ``f`` (S, N, out) for flat draws (S, ...), vectorised in memory-bounded chunks."""
+    impl = get_backend(backend)
+    num = next(iter(draws.values())).shape[0]
+    chunk = max(1, _CHUNK_FLOATS // (x.shape[0] * max(spec.widths)))
+    parts = [
+        impl.forward_draws(spec, {k: v[i : i + chunk] for k, v in draws.items()}, x)
+        for i in range(0, num, chunk)
+    ]
+    return np.concatenate(parts, axis=0)
+
+
+def noise_std_draws(spec: BNNSpec, draws: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """Gaussian noise std per flat draw (S,), or None for classification."""
+    if spec.likelihood != "gaussian":
+        return None
+    num = next(iter(draws.values())).shape[0]
+    return np.broadcast_to(np.asarray(noise_std(spec, draws), dtype=np.float64), (num,))
+
+
+def _flat(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: v.reshape((-1, *v.shape[2:])) for k, v in draws.items()}
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Call ``write(tmp_path)`` then move the file into place, so ``path`` is never half-written."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+@dataclass
+class FitResult:
+    """Everything one ``fit`` produced.
+
+    Attributes:
+        spec: The model spec (the training data is not kept, only ``observed``).
+        method, backend, seed, options: What ran, echoed back (options with defaults filled in).
+        draws: Site -> numpy array (chain, draw, *site_shape).
+        log_likelihood: Pointwise training log-likelihood (chain, draw, N).
+        observed: Training targets (N,).
+        timings: Seconds: ``compile``, ``warmup`` (MCMC warmup / SVI optimisation), ``sampling``,
+            ``log_likelihood`` and ``total``.
+        sample_stats: Sampler statistics (chain, draw): ``diverging``, ``n_steps``,
+            ``tree_depth`` (NUTS), ``step_size``, ``acceptance_rate``, ``lp``, ``energy`` (NumPyro).
+        losses: SVI loss (negative ELBO estimate) per optimisation step.
+        variational: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
+        info: Execution details: chain method, Pyro mode (``jit_compile`` / ``eager``), threads,
+            ``diverged_at_step`` when an SVI loss became non-finite.
+        versions: Library versions.
+    """
+
+    spec: BNNSpec
+    method: str
+    backend: str
+    seed: int
+    options: dict[str, Any]
+    draws: dict[str, np.ndarray]
+    log_likelihood: np.ndarray
+    observed: np.ndarray
+    timings: dict[str, float]
+    sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
+    losses: np.ndarray | None = None
+    variational: dict[str, dict[str, np.ndarray]] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def num_chains(self) -> int:
+        return int(self.log_likelihood.shape[0])
+
+    @property
+    def num_draws(self) -> int:
+        """Draws per chain."""
+        return int(self.log_likelihood.shape[1])
+
+    def __repr__(self) -> str:
+        return (
+            f"FitResult(method={self.method!r}, backend={self.backend!r}, seed={self.seed}, "
+            f"chains={self.num_chains}, draws={self.num_draws}, "
+            f"total={self.timings.get('total', float('nan')):.2f}s)"
+        )
+
+    def predict(self, x: object) -> Prediction:
+        """Posterior predictive at inputs ``x`` (N, D), vectorised over all draws."""
+        x_arr = validate_inputs(x, self.spec.input_dim)
+        flat = _flat(self.draws)
+        f = forward_draws(self.backend, self.spec, flat, x_arr)
+        return Prediction(spec=self.spec, f=f, noise_std=noise_std_draws(self.spec, flat))
+
+    def attrs(self) -> dict[str, Any]:
+        """Flat, netCDF-friendly metadata: method, backend, seed, timings, versions, options."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "backend": self.backend,
+            "seed": self.seed,
+            "options": json.dumps(self.options, sort_keys=True),
+            "info": json.dumps(self.info, sort_keys=True),
+        }
+        out.update({f"timing_{k}_s": float(v) for k, v in self.timings.items()})
+        out.update({f"version_{k}": v for k, v in self.versions.items()})
+        return out
+
+    def to_arviz(self) -> Any:
+        """``arviz.InferenceData`` with posterior, sample_stats (samplers), log_likelihood and
+        observed_data groups; dims ``layer{l}_in`` / ``layer{l}_out`` / ``obs``."""
+        import arviz as az
+
+        dims = {**self.spec.site_dims(), "y": ["obs"]}
+        return az.from_dict(
+            posterior=self.draws,
+            sample_stats=self.sample_stats or None,
+            log_likelihood={"y": self.log_likelihood},
+            observed_data={"y": self.observed},
+            dims=dims,
+            attrs=self.attrs(),
+        )
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the result to directory ``path``: ArviZ netCDF, guide netCDF and JSON metadata."""
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        idata = self.to_arviz()
+        _write_atomic(out / _IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
+        if self.variational is not None:
+            dataset = _variational_dataset(self.variational)
+            _write_atomic(
+                out / _VARIATIONAL_FILE, lambda tmp: dataset.to_netcdf(tmp, engine="h5netcdf")
+            )
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "spec": self.spec.to_dict(),
+            "method": self.method,
+            "backend": self.backend,
+            "seed": self.seed,
+            "options": self.options,
+            "timings": self.timings,
+            "info": self.info,
+            "versions": self.versions,
+            "losses": None if self.losses is None else [float(v) for v in self.losses],
+            "has_variational": self.variational is not None,
+        }
+
+        def write_json(tmp: str) -> None:
+            Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True))
+
+        _write_atomic(out / _META_FILE, write_json)
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> FitResult:
+        """Read a result written by :meth:`save`."""
+        import arviz as az
+
+        src = Path(path)
+        meta_path = src / _META_FILE
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"no saved fit at {src}: {meta_path} is missing")
+        meta = json.loads(meta_path.read_text())
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(
+                f"{meta_path} has schema version {meta.get('schema_version')!r}, "
+                f"this version of ppl_bnn reads {SCHEMA_VERSION}"
+            )
+        idata = az.from_netcdf(src / _IDATA_FILE, engine="h5netcdf")
+        spec = BNNSpec.from_dict(meta["spec"])
+        draws = {s.name: idata.posterior[s.name].values.copy() for s in spec.sites()}
+        stats = (
+            {k: v.values.copy() for k, v in idata.sample_stats.data_vars.items()}
+            if "sample_stats" in idata.groups()
+            else {}
+        )
+        variational = None
+        if meta["has_variational"]:
+            variational = _read_variational(src / _VARIATIONAL_FILE)
+        losses = meta["losses"]
+        return cls(
+            spec=spec,
+            method=meta["method"],
+            backend=meta["backend"],
+            seed=meta["seed"],
+            options=meta["options"],
+            draws=draws,
+            log_likelihood=idata.log_likelihood["y"].values.copy(),
+            observed=idata.observed_data["y"].values.copy(),
+            timings=meta["timings"],
+            sample_stats=stats,
+            losses=None if losses is None else np.asarray(losses, dtype=np.float64),
+            variational=variational,
+            info=meta["info"],
+            versions=meta["versions"],
+        )
+
+
+def _variational_dataset(variational: Mapping[str, Mapping[str, np.ndarray]]) -> Any:
+    import xarray as xr
+
+    data = {}
+    for kind, sites in variational.items():
+        for name, arr in sites.items():
+            data[f"{kind}__{name}"] = ([f"{name}_dim_{i}" for i in range(arr.ndim)], arr)
+    return xr.Dataset(data)
+
+
+def _read_variational(path: Path) -> dict[str, dict[str, np.ndarray]]:
+    import xarray as xr
+
+    out: dict[str, dict[str, np.ndarray]] = {}
+    with xr.open_dataset(path, engine="h5netcdf") as dataset:
+        for key, var in dataset.data_vars.items():
+            kind, name = str(key).split("__", 1)
+            out.setdefault(kind, {})[name] = var.values.copy()
+    return out
