@@ -1,7 +1,8 @@
 """ppl_bnn: one Bayesian neural network spec, Pyro and NumPyro backends, every method.
 
->>> from ppl_bnn import BNN, fit  # doctest: +SKIP
->>> result = fit(BNN(x, y, hidden=(50,), noise=0.1), method="nuts", backend="pyro")  # doctest: +SKIP
+>>> from ppl_bnn import BNN, fit
+>>> model = BNN(x, y, hidden=(50,), noise=0.1)  # doctest: +SKIP
+>>> result = fit(model, method="nuts", backend="pyro")  # doctest: +SKIP
 """
 
 from ppl_bnn.fit import fit

@@ -11,6 +11,9 @@ from ppl_bnn.backends import get_backend
 from ppl_bnn.seeding import numpy_generator
 from ppl_bnn.spec import BNNSpec
 
+#: Largest number of classes inferred from labels (a guard against mistaken float targets).
+MAX_CLASSES = 100_000
+
 
 def validate_inputs(x: object, input_dim: int | None = None, name: str = "x") -> np.ndarray:
     """``x`` as a finite float32 array of shape (N, D); ``ValueError`` naming the problem."""
@@ -25,11 +28,19 @@ def validate_inputs(x: object, input_dim: int | None = None, name: str = "x") ->
         raise ValueError(
             f"{name} has {arr.shape[1]} features but the model was built with {input_dim}"
         )
-    arr = arr.astype(np.float32)
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.sum(~np.isfinite(arr).all(axis=1)))
-        raise ValueError(f"{name} contains non-finite values (NaN or inf) in {bad} row(s)")
-    return arr
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        raise ValueError(
+            f"{name} contains non-finite values (NaN or inf) in {int(np.sum(~finite))} row(s)"
+        )
+    _check_float32_range(arr, name)
+    return arr.astype(np.float32)
+
+
+def _check_float32_range(arr: np.ndarray, name: str) -> None:
+    limit = np.finfo(np.float32).max
+    if arr.size and np.max(np.abs(arr)) > limit:
+        raise ValueError(f"{name} has values beyond the float32 range (|value| > {limit:.3g})")
 
 
 def validate_targets(
@@ -44,25 +55,25 @@ def validate_targets(
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} entries but x has {n} rows")
     if likelihood == "gaussian":
-        arr = arr.astype(np.float32)
         if not np.all(np.isfinite(arr)):
             raise ValueError(
                 f"{name} contains {int(np.sum(~np.isfinite(arr)))} non-finite value(s)"
             )
-        return arr
+        _check_float32_range(arr, name)
+        return arr.astype(np.float32)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite labels")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if np.any(arr != np.round(arr)):
-            raise ValueError(f"{name} must hold integer class labels 0..K-1, found non-integers")
-    labels = arr.astype(np.int64)
-    if labels.min() < 0:
-        raise ValueError(f"{name} must hold class labels 0..K-1, found {labels.min()}")
-    if num_classes is not None and labels.max() >= num_classes:
+    if not np.issubdtype(arr.dtype, np.integer) and np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold integer class labels 0..K-1, found non-integers")
+    # Range checks on the original values, before any cast can overflow.
+    if arr.min() < 0:
+        raise ValueError(f"{name} must hold class labels 0..K-1, found {arr.min()}")
+    upper = num_classes if num_classes is not None else MAX_CLASSES
+    if arr.max() >= upper:
         raise ValueError(
-            f"{name} has label {labels.max()} but the model has {num_classes} classes (0..K-1)"
+            f"{name} has label {arr.max()} but the model allows classes 0..{upper - 1}"
         )
-    return labels
+    return arr.astype(np.int64)
 
 
 class BNN:

@@ -1,11 +1,11 @@
-"""Posterior predictive distributions from draws of the network weights.
+r"""Posterior predictive distributions from draws of the network weights.
 
-With draws :math:`\\theta_s` (s = 1..S) and network outputs :math:`f_s(x)`:
+With draws :math:`\theta_s` (s = 1..S) and network outputs :math:`f_s(x)`:
 
-- regression: :math:`p(y \\mid x) \\approx \\frac1S \\sum_s \\mathcal N(y \\mid f_s(x), \\sigma_s^2)`,
-  mean :math:`\\bar f`, epistemic variance :math:`\\operatorname{Var}_s f_s`, total variance
-  :math:`\\operatorname{Var}_s f_s + \\frac1S\\sum_s \\sigma_s^2`;
-- classification: :math:`p(y = k \\mid x) \\approx \\frac1S \\sum_s \\operatorname{softmax}(f_s(x))_k`.
+- regression: :math:`p(y \mid x) \approx \frac1S \sum_s \mathcal N(y \mid f_s, \sigma_s^2)`,
+  mean :math:`\bar f`, epistemic variance :math:`\operatorname{Var}_s f_s`, total variance
+  :math:`\operatorname{Var}_s f_s + \frac1S\sum_s \sigma_s^2`;
+- classification: :math:`p(y = k \mid x) \approx \frac1S \sum_s \mathrm{softmax}(f_s)_k`.
 
 The test log predictive density is the log-mean-exp over draws, averaged over points, never clipped.
 """

@@ -66,12 +66,28 @@ def noise_std(spec: BNNSpec, params: Mapping[str, Any]) -> Any:
     return spec.noise
 
 
+def _drop_data_plate_slot(value: Any, site: Site) -> Any:
+    """Remove the size-1 batch slot that a vectorising plate leaves for the data plate.
+
+    Under a plate that vectorises the whole model (Pyro's ``vectorize_particles``), a weight of
+    shape (in, out) is drawn with shape (P, 1, in, out): the trailing 1 is the data plate's dim.
+    Dropping it makes the output (P, N, out) line up with the plates (P at -2, data at -1).
+    """
+    extra = value.ndim - len(site.shape)
+    if extra == 0:
+        return value
+    return value.reshape(tuple(value.shape[: extra - 1]) + tuple(value.shape[extra:]))
+
+
 def bnn_model(spec: BNNSpec, ppl: PPL, x: Any, y: Any | None = None) -> Any:
     """The BNN as a generative program: priors on every site, then the likelihood of ``y``.
 
     Returns the network output ``f`` (N, output_dim).
     """
-    params = {site.name: ppl.sample(site.name, prior(site, ppl.dist)) for site in spec.sites()}
+    params = {}
+    for site in spec.sites():
+        value = ppl.sample(site.name, prior(site, ppl.dist))
+        params[site.name] = value if site.positive else _drop_data_plate_slot(value, site)
     f = forward(spec, params, x, ppl.activations[spec.activation])
     with ppl.plate("data", x.shape[0]):
         if spec.likelihood == "gaussian":

@@ -14,7 +14,7 @@ import numpy as np
 
 from ppl_bnn.backends import get_backend
 from ppl_bnn.model import validate_inputs
-from ppl_bnn.predictive import Prediction, pointwise_log_likelihood
+from ppl_bnn.predictive import Prediction
 from ppl_bnn.program import noise_std
 from ppl_bnn.spec import BNNSpec
 

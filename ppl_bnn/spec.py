@@ -1,19 +1,19 @@
-"""Backend-neutral description of a Bayesian MLP.
+r"""Backend-neutral description of a Bayesian MLP.
 
 A :class:`BNNSpec` says everything needed to write the model down in any PPL:
 
 .. math::
 
-    h_0 = x,\\qquad h_{l+1} = \\phi(h_l W_l + b_l)\\ (l < L),\\qquad f = h_L W_L + b_L,
+    h_0 = x,\qquad h_{l+1} = \phi(h_l W_l + b_l)\ (l < L),\qquad f = h_L W_L + b_L,
 
-    W_l \\sim \\mathcal N(0, s_l^2),\\quad b_l \\sim \\mathcal N(0, s_l^2),
+    W_l \sim \mathcal N(0, s_l^2),\quad b_l \sim \mathcal N(0, s_l^2),
 
-with :math:`s_l` = ``prior_scale`` (optionally divided by :math:`\\sqrt{\\text{fan\\_in}_l}`), and
-either a Gaussian likelihood :math:`y \\sim \\mathcal N(f, \\sigma^2)` or a categorical one
-:math:`y \\sim \\text{Categorical}(\\text{softmax}(f))`.
+with :math:`s_l` = ``prior_scale`` (optionally divided by :math:`\sqrt{\text{fan\_in}_l}`), and
+either a Gaussian likelihood :math:`y \sim \mathcal N(f, \sigma^2)` or a categorical one
+:math:`y \sim \text{Categorical}(\text{softmax}(f))`.
 
-With ``noise="learned"`` the Gaussian noise precision :math:`\\tau = \\sigma^{-2}` gets the
-:math:`\\text{Gamma}(6, 6)` prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
+With ``noise="learned"`` the Gaussian noise precision :math:`\tau = \sigma^{-2}` gets the
+:math:`\text{Gamma}(6, 6)` prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
 as used on the UCI regression benchmark.
 
 This module imports neither torch nor jax.
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from math import sqrt
 from typing import Literal
 
+import numpy as np
+
 ACTIVATIONS: tuple[str, ...] = ("relu", "tanh", "gelu", "sigmoid")
 LIKELIHOODS: tuple[str, ...] = ("gaussian", "categorical")
 
@@ -36,7 +38,13 @@ PRECISION_SITE = "precision"
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,24 +102,24 @@ class BNNSpec:
     _layer_scales: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if (
-            not isinstance(self.input_dim, int)
-            or isinstance(self.input_dim, bool)
-            or (self.input_dim < 1)
-        ):
+        if not _is_int(self.input_dim) or self.input_dim < 1:
             raise ValueError(f"input_dim must be a positive integer, got {self.input_dim!r}")
+        object.__setattr__(self, "input_dim", int(self.input_dim))
         hidden = self.hidden
-        if isinstance(hidden, int) and not isinstance(hidden, bool):
+        if _is_int(hidden):
             hidden = (hidden,)
+        if isinstance(hidden, np.ndarray):
+            hidden = hidden.tolist()
         if not isinstance(hidden, Sequence) or isinstance(hidden, str):
             raise ValueError(f"hidden must be a sequence of layer widths, got {self.hidden!r}")
-        hidden = tuple(hidden)
         for width in hidden:
-            if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+            if not _is_int(width) or width < 1:
                 raise ValueError(
                     f"hidden layer widths must be positive integers, got {self.hidden!r}"
                 )
-        object.__setattr__(self, "hidden", hidden)
+        object.__setattr__(self, "hidden", tuple(int(w) for w in hidden))
+        if not isinstance(self.fan_in_scaling, bool):
+            raise ValueError(f"fan_in_scaling must be True or False, got {self.fan_in_scaling!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"unknown activation {self.activation!r}; allowed: {', '.join(ACTIVATIONS)}"
@@ -134,19 +142,23 @@ class BNNSpec:
                     "gaussian likelihood needs noise: a finite known std > 0 or 'learned', "
                     f"got {self.noise!r}"
                 )
+            object.__setattr__(self, "noise", float(self.noise))
         else:
             if self.noise is not None:
                 raise ValueError("noise applies to the gaussian likelihood only")
-            k = self.num_classes
-            if not isinstance(k, int) or isinstance(k, bool) or k < 2:
+            if not _is_int(self.num_classes) or self.num_classes < 2:
                 raise ValueError(
                     f"categorical likelihood needs num_classes >= 2, got {self.num_classes!r}"
                 )
+            object.__setattr__(self, "num_classes", int(self.num_classes))
 
     def _resolve_scales(self) -> tuple[float, ...]:
         n_layers = len(self.hidden) + 1
         scales = self.prior_scale
+        if isinstance(scales, np.ndarray):
+            scales = scales.tolist()
         if _is_number(scales):
+            object.__setattr__(self, "prior_scale", float(scales))
             scales = (float(scales),) * n_layers
         elif isinstance(scales, Sequence) and not isinstance(scales, str):
             scales = tuple(scales)
@@ -162,6 +174,8 @@ class BNNSpec:
         for s in scales:
             if not _is_number(s) or not (0 < s < float("inf")):
                 raise ValueError(f"prior_scale values must be finite and > 0, got {scales!r}")
+        if not _is_number(self.prior_scale):
+            object.__setattr__(self, "prior_scale", tuple(float(s) for s in scales))
         widths = self.widths
         return tuple(
             float(s) / sqrt(widths[i]) if self.fan_in_scaling else float(s)

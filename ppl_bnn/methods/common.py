@@ -19,7 +19,7 @@ class RunOutput:
         sample_stats: Stat -> array shaped (chain, draw) (samplers only).
         timings: Seconds: ``compile``, ``warmup`` (MCMC warmup / SVI optimisation), ``sampling``.
         losses: SVI loss (negative ELBO estimate) per step.
-        variational: SVI guide parameters in unconstrained space: ``{"loc": {...}, "scale": {...}}``.
+        variational: SVI guide parameters (unconstrained): ``{"loc": {...}, "scale": {...}}``.
         info: Anything else worth recording (chain method, Pyro jit mode, threads, divergence).
     """
 
@@ -39,7 +39,7 @@ def check_positive_int(name: str, value: object, minimum: int = 1) -> None:
 def check_positive_float(name: str, value: object) -> None:
     if (
         isinstance(value, bool)
-        or not isinstance(value, int | float | np.floating)
+        or not isinstance(value, int | float | np.integer | np.floating)
         or not (0 < value < float("inf"))
     ):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")

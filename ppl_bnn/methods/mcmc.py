@@ -1,15 +1,16 @@
-"""Hamiltonian Monte Carlo: ``nuts`` (No-U-Turn, Hoffman & Gelman 2014) and ``hmc`` (Neal 2011).
+r"""Hamiltonian Monte Carlo: ``nuts`` (No-U-Turn, Hoffman & Gelman 2014) and ``hmc`` (Neal 2011).
 
-Both run on the potential :math:`U(z) = -\\log p(y, T(z)) - \\log|\\det J_T(z)|` of the
+Both run on the potential :math:`U(z) = -\log p(y, T(z)) - \log|\det J_T(z)|` of the
 unconstrained parameters, with leapfrog steps
 
-.. math:: r \\leftarrow r - \\tfrac{\\epsilon}{2}\\nabla U(z),\\quad z \\leftarrow z + \\epsilon M^{-1} r,
-          \\quad r \\leftarrow r - \\tfrac{\\epsilon}{2}\\nabla U(z),
+.. math:: r \leftarrow r - \tfrac{\epsilon}{2}\nabla U(z),\quad
+          z \leftarrow z + \epsilon M^{-1} r,\quad
+          r \leftarrow r - \tfrac{\epsilon}{2}\nabla U(z),
 
-step size :math:`\\epsilon` adapted by dual averaging to ``target_accept`` and a diagonal (or dense)
+step size :math:`\epsilon` adapted by dual averaging to ``target_accept`` and a diagonal (or dense)
 mass matrix :math:`M` adapted during warmup. NumPyro runs its own ``MCMC``; Pyro runs its ``MCMC``
-on a potential built once by ``initialize_model`` (JIT-traced with ``jit=True``), so tracing is timed
-apart from warmup and sampling and every gradient evaluation is counted.
+on a potential built once by ``initialize_model`` (JIT-traced with ``jit=True``), so tracing is
+timed apart from warmup and sampling and every gradient evaluation is counted.
 """
 
 from __future__ import annotations
@@ -71,7 +72,11 @@ class MCMCOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class NUTSOptions(MCMCOptions):
-    """Options of ``fit(..., method="nuts")``; ``max_tree_depth`` caps a draw at 2^depth - 1 steps."""
+    """Options of ``fit(..., method="nuts")``.
+
+    Attributes:
+        max_tree_depth: Caps one draw at ``2**max_tree_depth - 1`` leapfrog steps.
+    """
 
     max_tree_depth: int = 10
 
@@ -289,7 +294,8 @@ def run_pyro(model: BNN, options: MCMCOptions, seed: int) -> RunOutput:
         with seeded_torch(child_seed(seed, f"mcmc_chain{chain}")):
             chains.append(_run_pyro_chain(program, x, y, options))
     draws, stats, timings = (
-        {k: np.stack([part[k] for part in parts]) for k in parts[0]} for parts in zip(*chains)
+        {k: np.stack([part[k] for part in parts]) for k in parts[0]}
+        for parts in zip(*chains, strict=True)
     )
     timings = {phase: float(seconds.sum()) for phase, seconds in timings.items()}
     if isinstance(options, NUTSOptions):

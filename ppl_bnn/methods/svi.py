@@ -1,14 +1,14 @@
-"""Mean-field variational inference (``svi``) with an ``AutoNormal`` guide.
+r"""Mean-field variational inference (``svi``) with an ``AutoNormal`` guide.
 
-The guide is :math:`q(\\theta) = \\prod_i \\mathcal N(z_i \\mid \\mu_i, \\sigma_i^2)` on the
-unconstrained value :math:`z = T^{-1}(\\theta)` of every site; :math:`(\\mu, \\sigma)` maximise the
+The guide is :math:`q(\theta) = \prod_i \mathcal N(z_i \mid \mu_i, \sigma_i^2)` on the
+unconstrained value :math:`z = T^{-1}(\theta)` of every site; :math:`(\mu, \sigma)` maximise the
 reparameterised ELBO
 
-.. math:: \\mathcal L = \\mathbb E_q[\\log p(y, \\theta)] - \\mathbb E_q[\\log q(\\theta)]
+.. math:: \mathcal L = \mathbb E_q[\log p(y, \theta)] - \mathbb E_q[\log q(\theta)]
 
 by Adam (Kingma & Welling 2014; Blundell et al. 2015 for BNNs; Kingma & Ba 2015). Both backends use
 their library's own ``AutoNormal``, ``SVI`` and Adam; posterior draws come from the fitted
-:math:`(\\mu, \\sigma)` by one shared sampler, so the two backends draw the same way.
+:math:`(\mu, \sigma)` by one shared sampler, so the two backends draw the same way.
 """
 
 from __future__ import annotations

@@ -1,0 +1,88 @@
+"""Every method against the closed-form posterior of Bayesian linear regression (hidden=())."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pytest
+
+from ppl_bnn import fit
+from tests.closed_form import flat_draws, linear_problem
+
+BACKENDS = ["numpyro", "pyro"]
+SAMPLERS = [
+    pytest.param("nuts", {}, id="nuts"),
+    # Quarter of the period of the whitened Gaussian's dynamics: near-independent draws.
+    pytest.param("hmc", {"trajectory_length": 1.5}, id="hmc"),
+]
+
+
+@pytest.fixture(scope="module")
+def diagonal():
+    problem = linear_problem(correlation=0.0)
+    assert np.allclose(problem.cov, np.diag(np.diag(problem.cov)), atol=1e-12)
+    return problem
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("method", "extra"), SAMPLERS)
+def test_samplers_match_exact_posterior(diagonal, method, extra, backend):
+    result = fit(
+        diagonal.model,
+        method,
+        backend=backend,
+        seed=11,
+        num_warmup=500,
+        num_samples=1000,
+        num_chains=2,
+        **extra,
+    )
+    draws = flat_draws(result.draws)
+    assert draws.shape == (2, 1000, 3)
+    for i in range(3):
+        ess = float(az.ess(draws[..., i], method="bulk"))
+        assert ess > 300, f"coordinate {i}: ESS {ess:.0f} too low for a Gaussian target"
+        mcse = diagonal.std[i] / np.sqrt(ess)
+        assert abs(draws[..., i].mean() - diagonal.mean[i]) < 4 * mcse, f"mean of coordinate {i}"
+        np.testing.assert_allclose(draws[..., i].std(), diagonal.std[i], rtol=0.10)
+    assert not result.sample_stats["diverging"].any()
+
+
+def _svi(problem, backend):
+    return fit(
+        problem.model,
+        "svi",
+        backend=backend,
+        seed=5,
+        num_steps=5000,
+        learning_rate=0.005,
+        num_particles=8,
+        num_draws=4000,
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_svi_is_exact_when_posterior_is_diagonal(diagonal, backend):
+    result = _svi(diagonal, backend)
+    loc = np.concatenate([result.variational["loc"]["w0"][:, 0], result.variational["loc"]["b0"]])
+    scale = np.concatenate(
+        [result.variational["scale"]["w0"][:, 0], result.variational["scale"]["b0"]]
+    )
+    np.testing.assert_allclose(loc, diagonal.mean, atol=0.05)
+    np.testing.assert_allclose(np.log(scale), np.log(diagonal.std), atol=0.1)
+    # The draws are taken from that guide.
+    draws = flat_draws(result.draws)[0]
+    np.testing.assert_allclose(draws.mean(axis=0), loc, atol=4 * scale.max() / np.sqrt(4000))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_svi_underestimates_marginal_std_when_posterior_is_correlated(backend):
+    """Mean-field KL(q||p) keeps the exact means but matches the conditional, not the marginal,
+    variances: std_i = 1 / sqrt(precision_ii), well below the true marginal std here."""
+    problem = linear_problem(correlation=0.9)
+    assert problem.mean_field_std[0] < 0.5 * problem.std[0]
+    result = _svi(problem, backend)
+    scale = result.variational["scale"]["w0"][:, 0]
+    np.testing.assert_allclose(result.variational["loc"]["w0"][:, 0], problem.mean[:2], atol=0.05)
+    np.testing.assert_allclose(scale, problem.mean_field_std[:2], rtol=0.1)
+    assert np.all(scale < 0.6 * problem.std[:2])
