@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,15 @@ def noise_std_draws(spec: BNNSpec, draws: Mapping[str, np.ndarray]) -> np.ndarra
         return None
     num = next(iter(draws.values())).shape[0]
     return np.broadcast_to(np.asarray(noise_std(spec, draws), dtype=np.float64), (num,))
+
+
+def _arviz() -> Any:
+    """Import ArviZ without its import-time notice about the 1.x refactor (this stack pins 0.23)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
+        import arviz
+
+    return arviz
 
 
 def _flat(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -140,17 +150,19 @@ class FitResult:
 
     def to_arviz(self) -> Any:
         """``arviz.InferenceData`` with posterior, sample_stats (samplers), log_likelihood and
-        observed_data groups; dims ``layer{l}_in`` / ``layer{l}_out`` / ``obs``."""
-        import arviz as az
-
+        observed_data groups; dims ``layer{l}_in`` / ``layer{l}_out`` / ``obs``. :meth:`attrs`
+        is set on the InferenceData and on its posterior group."""
+        az = _arviz()
         dims = {**self.spec.site_dims(), "y": ["obs"]}
+        attrs = self.attrs()
         return az.from_dict(
             posterior=self.draws,
             sample_stats=self.sample_stats or None,
             log_likelihood={"y": self.log_likelihood},
             observed_data={"y": self.observed},
             dims=dims,
-            attrs=self.attrs(),
+            attrs=attrs,
+            posterior_attrs=attrs,
         )
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -187,8 +199,7 @@ class FitResult:
     @classmethod
     def load(cls, path: str | os.PathLike) -> FitResult:
         """Read a result written by :meth:`save`."""
-        import arviz as az
-
+        az = _arviz()
         src = Path(path)
         meta_path = src / _META_FILE
         if not meta_path.is_file():

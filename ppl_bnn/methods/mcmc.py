@@ -104,6 +104,13 @@ class HMCOptions(MCMCOptions):
             check_positive_int("num_steps", self.num_steps)
 
 
+def _hmc_length(options: HMCOptions) -> dict[str, Any]:
+    """A fixed ``num_steps`` replaces the trajectory length (both libraries' convention)."""
+    if options.num_steps is not None:
+        return {"num_steps": options.num_steps, "trajectory_length": None}
+    return {"num_steps": None, "trajectory_length": options.trajectory_length}
+
+
 def tree_depth(num_steps: np.ndarray) -> np.ndarray:
     """NUTS tree depth from leapfrog steps per draw (the convention ArviZ uses)."""
     return (np.floor(np.log2(np.maximum(num_steps, 1))) + 1).astype(np.int64)
@@ -120,12 +127,7 @@ def _numpyro_kernel(program: Callable, options: MCMCOptions) -> Any:
     }
     if isinstance(options, NUTSOptions):
         return NUTS(program, max_tree_depth=options.max_tree_depth, **common)
-    return HMC(
-        program,
-        trajectory_length=options.trajectory_length,
-        num_steps=options.num_steps,
-        **common,
-    )
+    return HMC(program, **_hmc_length(options), **common)
 
 
 _NUMPYRO_FIELDS = {
@@ -226,7 +228,7 @@ class _PyroRecorder:
         self.mean_accept_prev = mean_accept
         self.stats["n_steps"].append(steps)
         self.stats["step_size"].append(float(kernel.step_size))
-        self.stats["lp"].append(-float(kernel._potential_energy_last))
+        self.stats["lp"].append(-float(kernel._potential_energy_last.detach()))
         # Pyro lists divergent sampling iterations by index (0-based) as they happen.
         self.stats["diverging"].append(
             bool(kernel._divergences) and kernel._divergences[-1] == n - 1
@@ -244,7 +246,7 @@ def _pyro_kernel(potential_fn: Callable, options: MCMCOptions) -> Any:
     }
     if isinstance(options, NUTSOptions):
         return NUTS(max_tree_depth=options.max_tree_depth, **common)
-    return HMC(trajectory_length=options.trajectory_length, num_steps=options.num_steps, **common)
+    return HMC(**_hmc_length(options), **common)
 
 
 def _run_pyro_chain(

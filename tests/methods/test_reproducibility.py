@@ -1,0 +1,33 @@
+"""Explicit seeds: the same seed gives identical draws, a different seed different draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppl_bnn import BNN, fit
+
+TINY = {
+    "svi": {"num_steps": 30, "num_draws": 5},
+    "nuts": {"num_warmup": 10, "num_samples": 5, "max_tree_depth": 4},
+    "hmc": {"num_warmup": 10, "num_samples": 5, "num_steps": 4},
+}
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(16, 2))
+    return BNN(x, x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16), hidden=(3,), noise="learned")
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("method", sorted(TINY))
+def test_same_seed_same_draws_different_seed_different_draws(model, method, backend):
+    first = fit(model, method, backend=backend, seed=3, **TINY[method])
+    again = fit(model, method, backend=backend, seed=3, **TINY[method])
+    other = fit(model, method, backend=backend, seed=4, **TINY[method])
+    for name in first.draws:
+        np.testing.assert_array_equal(first.draws[name], again.draws[name], err_msg=name)
+        assert not np.array_equal(first.draws[name], other.draws[name]), name
+    assert (first.seed, other.seed) == (3, 4)

@@ -1,0 +1,171 @@
+"""FitResult: contents, ArviZ conversion, save/load, and no leaks into global state."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pyro
+import pytest
+import torch
+
+from ppl_bnn import BNN, FitResult, fit
+
+RUNS = {
+    "svi": {"num_steps": 300, "num_draws": 200},
+    "nuts": {"num_warmup": 100, "num_samples": 100, "num_chains": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-1, 1, size=(20, 1))
+    return x, np.sin(3 * x[:, 0]) + 0.1 * rng.normal(size=20)
+
+
+@pytest.fixture(scope="module")
+def model(data):
+    return BNN(*data, hidden=(4,), noise="learned")
+
+
+@pytest.fixture(scope="module")
+def results(model):
+    return {
+        (method, backend): fit(model, method, backend=backend, seed=1, **options)
+        for method, options in RUNS.items()
+        for backend in ("numpyro", "pyro")
+    }
+
+
+def test_result_contents(results, model):
+    for (method, backend), result in results.items():
+        assert (result.method, result.backend, result.seed) == (method, backend, 1)
+        chains = RUNS[method].get("num_chains", 1)
+        draws = RUNS[method].get("num_draws", RUNS[method].get("num_samples"))
+        assert result.draws["w0"].shape == (chains, draws, 1, 4)
+        assert result.draws["precision"].shape == (chains, draws)
+        assert np.all(result.draws["precision"] > 0)
+        assert result.log_likelihood.shape == (chains, draws, model.num_data)
+        assert np.all(np.isfinite(result.log_likelihood))
+        assert set(result.timings) >= {"compile", "warmup", "sampling", "total"}
+        assert all(v >= 0 for v in result.timings.values())
+        assert result.timings["total"] >= result.timings["compile"]
+        assert result.versions["pyro-ppl"].startswith("1.9")
+        for key, value in RUNS[method].items():
+            assert result.options[key] == value
+        if method == "svi":
+            assert result.losses.shape == (RUNS["svi"]["num_steps"],)
+            assert result.losses[-20:].mean() < result.losses[:20].mean()
+        else:
+            stats = result.sample_stats
+            for name in ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate"):
+                assert stats[name].shape == (chains, draws), name
+            assert np.all((stats["acceptance_rate"] >= 0) & (stats["acceptance_rate"] <= 1))
+            assert np.all(stats["n_steps"] >= 1)
+            assert np.all(stats["tree_depth"] <= result.options["max_tree_depth"] + 1)
+    assert results["nuts", "pyro"].info["pyro_mode"] == "jit_compile"
+    assert results["nuts", "pyro"].info["torch_threads"] == torch.get_num_threads()
+    assert results["svi", "pyro"].info["elbo"] == "JitTrace_ELBO"
+
+
+def test_backends_agree_on_the_predictive(results, data):
+    """Same model and method on both backends: predictive means agree within Monte Carlo error."""
+    x, _ = data
+    for method in RUNS:
+        pred_a = results[method, "numpyro"].predict(x)
+        pred_b = results[method, "pyro"].predict(x)
+        assert pred_a.mean.shape == pred_b.mean.shape == (x.shape[0],)
+        # Tolerance: a few predictive stds (short runs, different random streams).
+        gap = np.abs(pred_a.mean - pred_b.mean) / np.maximum(pred_a.std, pred_b.std)
+        assert np.median(gap) < 0.5, method
+
+
+def test_predict_is_consistent_with_stored_log_likelihood(results, data):
+    x, y = data
+    for result in results.values():
+        pred = result.predict(x)
+        expected = np.log(np.mean(np.exp(result.log_likelihood.reshape(-1, len(y))), axis=0))
+        np.testing.assert_allclose(pred.pointwise_log_likelihood(y), expected, rtol=1e-5)
+        assert np.all(pred.std > pred.epistemic_std)
+
+
+def test_to_arviz_groups_dims_and_attrs(results, model):
+    for (method, backend), result in results.items():
+        idata = result.to_arviz()
+        groups = set(idata.groups())
+        assert {"posterior", "log_likelihood", "observed_data"} <= groups
+        assert ("sample_stats" in groups) == (method != "svi")
+        assert idata.posterior["w0"].dims == ("chain", "draw", "layer0_in", "layer0_out")
+        assert idata.posterior["b1"].dims == ("chain", "draw", "layer1_out")
+        assert idata.log_likelihood["y"].dims == ("chain", "draw", "obs")
+        np.testing.assert_array_equal(idata.observed_data["y"].values, model.y)
+        for attrs in (idata.attrs, idata.posterior.attrs):
+            assert attrs["method"] == method
+            assert attrs["backend"] == backend
+            assert attrs["seed"] == 1
+            assert attrs["timing_compile_s"] == result.timings["compile"]
+            assert attrs["version_numpyro"] == result.versions["numpyro"]
+        summary = az.summary(idata, var_names=["precision"])
+        assert np.isfinite(summary.loc["precision", "mean"])
+
+
+def test_loo_and_compare_work_for_every_result(results):
+    idatas = {f"{m}-{b}": r.to_arviz() for (m, b), r in results.items()}
+    for name, idata in idatas.items():
+        loo = az.loo(idata, pointwise=True)
+        assert np.isfinite(loo.elpd_loo), name
+        assert loo.loo_i.shape == (20,)
+    table = az.compare(idatas, ic="loo")
+    assert set(table.index) == set(idatas)
+
+
+def test_save_load_round_trip(results, data, tmp_path):
+    x, _ = data
+    for (method, backend), result in results.items():
+        path = result.save(tmp_path / f"{method}-{backend}")
+        loaded = FitResult.load(path)
+        assert (loaded.method, loaded.backend, loaded.seed) == (method, backend, 1)
+        assert loaded.spec == result.spec
+        assert loaded.options == result.options
+        assert loaded.timings == result.timings
+        assert loaded.info == result.info
+        for name in result.draws:
+            np.testing.assert_array_equal(loaded.draws[name], result.draws[name])
+        np.testing.assert_array_equal(loaded.log_likelihood, result.log_likelihood)
+        for name in result.sample_stats:
+            np.testing.assert_array_equal(loaded.sample_stats[name], result.sample_stats[name])
+        if result.losses is not None:
+            np.testing.assert_array_equal(loaded.losses, result.losses)
+            for kind in ("loc", "scale"):
+                for name, arr in result.variational[kind].items():
+                    np.testing.assert_array_equal(loaded.variational[kind][name], arr)
+        np.testing.assert_array_equal(loaded.predict(x).mean, result.predict(x).mean)
+    assert not list(tmp_path.rglob("*.pkl"))
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no saved fit"):
+        FitResult.load(tmp_path / "missing")
+
+
+def test_pyro_fits_leave_param_store_and_rngs_untouched(model):
+    store = pyro.get_param_store()
+    store.clear()
+    pyro.param("user_param", torch.tensor(2.5))
+    torch_state = torch.get_rng_state()
+    numpy_state = np.random.get_state()[1].copy()
+    fit(model, "svi", backend="pyro", seed=0, num_steps=20, num_draws=3)
+    fit(model, "nuts", backend="pyro", seed=0, num_warmup=5, num_samples=3, max_tree_depth=3)
+    assert list(store.keys()) == ["user_param"]
+    assert store["user_param"].detach().item() == 2.5
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    store.clear()
+
+
+def test_pyro_svi_fits_do_not_share_parameters(model):
+    """Two fits with different seeds start from their own guide, not the previous fit's."""
+    a = fit(model, "svi", backend="pyro", seed=0, num_steps=1, num_draws=2)
+    b = fit(model, "svi", backend="pyro", seed=0, num_steps=1, num_draws=2)
+    for name in a.variational["loc"]:
+        np.testing.assert_array_equal(a.variational["loc"][name], b.variational["loc"][name])
