@@ -11,7 +11,7 @@ import numpy as np
 from ppl_bnn.model import BNN
 from ppl_bnn.predictive import pointwise_log_likelihood
 from ppl_bnn.registry import get_method, make_options
-from ppl_bnn.results import FitResult, _flat, forward_draws, noise_std_draws
+from ppl_bnn.results import FitResult, predictive_at
 from ppl_bnn.seeding import check_seed
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
@@ -53,9 +53,8 @@ def fit(
     start = now()
     out = entry.runners[backend](model, opts, seed)
     ll_start = now()
-    flat = _flat(out.draws)
-    f = forward_draws(backend, model.spec, flat, model.x)
-    ll = pointwise_log_likelihood(model.spec, f, noise_std_draws(model.spec, flat), model.y)
+    train = predictive_at(backend, model.spec, out.draws, model.x)
+    ll = pointwise_log_likelihood(model.spec, train.f, train.noise_std, model.y)
     end = now()
     chains, draws = next(iter(out.draws.values())).shape[:2]
     if not np.all(np.isfinite(ll)):

@@ -58,8 +58,18 @@ def _arviz() -> Any:
     return arviz
 
 
-def _flat(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def flatten_draws(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Merge the chain and draw axes: (chain, draw, ...) -> (chain * draw, ...)."""
     return {k: v.reshape((-1, *v.shape[2:])) for k, v in draws.items()}
+
+
+def predictive_at(
+    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
+) -> Prediction:
+    """The posterior predictive at validated inputs ``x`` from draws shaped (chain, draw, ...)."""
+    flat = flatten_draws(draws)
+    f = forward_draws(backend, spec, flat, x)
+    return Prediction(spec=spec, f=f, noise_std=noise_std_draws(spec, flat))
 
 
 def _write_atomic(path: Path, write: Any) -> None:
@@ -131,9 +141,7 @@ class FitResult:
     def predict(self, x: object) -> Prediction:
         """Posterior predictive at inputs ``x`` (N, D), vectorised over all draws."""
         x_arr = validate_inputs(x, self.spec.input_dim)
-        flat = _flat(self.draws)
-        f = forward_draws(self.backend, self.spec, flat, x_arr)
-        return Prediction(spec=self.spec, f=f, noise_std=noise_std_draws(self.spec, flat))
+        return predictive_at(self.backend, self.spec, self.draws, x_arr)
 
     def attrs(self) -> dict[str, Any]:
         """Flat, netCDF-friendly metadata: method, backend, seed, timings, versions, options."""
