@@ -15,7 +15,7 @@ from ppl_bnn import BNN, configure_runtime, fit
 
 METHODS = {
     "svi": {"num_steps": 3000, "num_draws": 500},
-    "nuts": {"num_warmup": 200, "num_samples": 200},
+    "nuts": {"num_warmup": 200, "num_samples": 200, "max_tree_depth": 8},
     "hmc": {"num_warmup": 200, "num_samples": 200, "num_steps": 32},
 }
 

@@ -24,14 +24,18 @@ class PPL:
         name: Backend name (``"pyro"`` or ``"numpyro"``).
         sample: ``pyro.sample`` / ``numpyro.sample``.
         plate: ``pyro.plate`` / ``numpyro.plate``.
+        scale: ``pyro.poutine.scale`` / ``numpyro.handlers.scale``.
         dist: The distributions module.
+        biject_to: Constraint -> bijection from unconstrained space (the library's registry).
         activations: Activation name -> elementwise function on that library's arrays.
     """
 
     name: str
     sample: Callable[..., Any]
     plate: Callable[..., Any]
+    scale: Callable[..., Any]
     dist: ModuleType
+    biject_to: Callable[[Any], Any]
     activations: Mapping[str, Callable[[Any], Any]]
 
 
@@ -79,8 +83,21 @@ def _drop_data_plate_slot(value: Any, site: Site) -> Any:
     return value.reshape(tuple(value.shape[: extra - 1]) + tuple(value.shape[extra:]))
 
 
-def bnn_model(spec: BNNSpec, ppl: PPL, x: Any, y: Any | None = None) -> Any:
-    """The BNN as a generative program: priors on every site, then the likelihood of ``y``.
+def bnn_model(
+    spec: BNNSpec, ppl: PPL, x: Any, y: Any | None = None, likelihood_scale: float = 1.0
+) -> Any:
+    r"""The BNN as a generative program: priors on every site, then the likelihood of ``y``.
+
+    ``likelihood_scale`` multiplies the log-likelihood term, and is the one place where
+    minibatching and tempering enter the log joint:
+
+    .. math::
+
+        \log \tilde p(\theta, y_B)
+        = \log p(\theta) + c \sum_{i \in B} \log p(y_i \mid x_i, \theta),
+
+    with :math:`c = N / |B|` for an unbiased minibatch estimate of the full-data log joint
+    (divided by a KL weight :math:`\beta` for beta-VI, by a temperature for tempered posteriors).
 
     Returns the network output ``f`` (N, output_dim).
     """
@@ -89,9 +106,27 @@ def bnn_model(spec: BNNSpec, ppl: PPL, x: Any, y: Any | None = None) -> Any:
         value = ppl.sample(site.name, prior(site, ppl.dist))
         params[site.name] = value if site.positive else _drop_data_plate_slot(value, site)
     f = forward(spec, params, x, ppl.activations[spec.activation])
-    with ppl.plate("data", x.shape[0]):
+    with ppl.plate("data", x.shape[0]), ppl.scale(scale=likelihood_scale):
         if spec.likelihood == "gaussian":
             ppl.sample("y", ppl.dist.Normal(f[..., 0], noise_std(spec, params)), obs=y)
         else:
             ppl.sample("y", ppl.dist.Categorical(logits=f), obs=y)
     return f
+
+
+def site_transforms(spec: BNNSpec, ppl: PPL) -> dict[str, Any]:
+    """Per site, the library's bijection from unconstrained space onto the prior's support."""
+    return {site.name: ppl.biject_to(prior(site, ppl.dist).support) for site in spec.sites()}
+
+
+def constrain(transforms: Mapping[str, Any], z: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    r"""Map unconstrained values to the sites' supports, as the PPLs' samplers do.
+
+    Returns ``(theta, log_det)`` with :math:`\theta = T(z)` per site and
+    :math:`\sum \log|\det J_T(z)|` (zero for real-valued sites, ``z`` for ``exp``).
+    """
+    theta, log_det = {}, 0.0
+    for name, transform in transforms.items():
+        theta[name] = transform(z[name])
+        log_det = log_det + transform.log_abs_det_jacobian(z[name], theta[name]).sum()
+    return theta, log_det

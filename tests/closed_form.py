@@ -29,9 +29,15 @@ class LinearProblem:
         return 1.0 / np.sqrt(np.diag(np.linalg.inv(self.cov)))
 
 
-def linear_problem(correlation: float = 0.0, n: int = 40, seed: int = 3) -> LinearProblem:
+def linear_problem(
+    correlation: float = 0.0, n: int = 40, seed: int = 3, likelihood_scale: float = 1.0
+) -> LinearProblem:
     """Two standardised inputs with the given sample correlation, centred so the bias is
-    independent of the weights; ``correlation=0`` makes the exact posterior diagonal."""
+    independent of the weights; ``correlation=0`` makes the exact posterior diagonal.
+
+    ``likelihood_scale`` c gives the posterior of the tempered model p(theta) p(y | theta)^c
+    (beta-VI with kl_weight 1 / c targets it).
+    """
     rng = np.random.default_rng(seed)
     q, _ = np.linalg.qr(rng.normal(size=(n, 3)) - rng.normal(size=(n, 3)).mean(axis=0))
     # Two orthonormal directions orthogonal to the constant vector.
@@ -42,9 +48,9 @@ def linear_problem(correlation: float = 0.0, n: int = 40, seed: int = 3) -> Line
     theta = np.array([0.8, -0.5, 0.3])
     z = np.column_stack([x, np.ones(n)])
     y = z @ theta + noise * rng.normal(size=n)
-    precision = z.T @ z / noise**2 + np.eye(3) / prior_scale**2
+    precision = likelihood_scale * z.T @ z / noise**2 + np.eye(3) / prior_scale**2
     cov = np.linalg.inv(precision)
-    mean = cov @ z.T @ y / noise**2
+    mean = likelihood_scale * cov @ z.T @ y / noise**2
     model = BNN(x, y, hidden=(), prior_scale=prior_scale, noise=noise)
     return LinearProblem(model=model, mean=mean, cov=cov)
 

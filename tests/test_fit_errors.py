@@ -27,8 +27,8 @@ def fitted(model: BNN) -> FitResult:
 
 def test_available_methods() -> None:
     methods = available_methods()
-    assert set(methods) == {"svi", "nuts", "hmc"}
-    for name in ("svi", "nuts", "hmc"):
+    assert set(methods) == {"svi", "nuts", "hmc", "sgld"}
+    for name in ("svi", "nuts", "hmc", "sgld"):
         assert set(methods[name]) == set(BACKENDS) == {"numpyro", "pyro"}
 
 
@@ -39,7 +39,7 @@ def test_available_methods() -> None:
 def test_unknown_method(model: BNN, backend: str) -> None:
     with pytest.raises(ValueError, match="unknown method 'vi'") as info:
         fit(model, "vi", backend=backend)
-    for name in ("svi", "nuts", "hmc"):
+    for name in ("svi", "nuts", "hmc", "sgld"):
         assert name in str(info.value)
 
 

@@ -13,6 +13,7 @@ from ppl_bnn import BNN, FitResult, fit
 RUNS = {
     "svi": {"num_steps": 300, "num_draws": 200},
     "nuts": {"num_warmup": 100, "num_samples": 100, "num_chains": 2},
+    "sgld": {"num_burnin": 500, "num_samples": 100, "thinning": 10, "step_size": 1e-3},
 }
 
 
@@ -56,6 +57,9 @@ def test_result_contents(results, model):
         if method == "svi":
             assert result.losses.shape == (RUNS["svi"]["num_steps"],)
             assert result.losses[-20:].mean() < result.losses[:20].mean()
+        elif method == "sgld":
+            assert set(result.sample_stats) == {"step_size", "lp"}
+            assert result.sample_stats["lp"].shape == (chains, draws)
         else:
             stats = result.sample_stats
             for name in ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate"):
@@ -95,6 +99,8 @@ def test_to_arviz_groups_dims_and_attrs(results, model):
         groups = set(idata.groups())
         assert {"posterior", "log_likelihood", "observed_data"} <= groups
         assert ("sample_stats" in groups) == (method != "svi")
+        if method == "sgld":
+            assert set(idata.sample_stats.data_vars) == {"step_size", "lp"}
         assert idata.posterior["w0"].dims == ("chain", "draw", "layer0_in", "layer0_out")
         assert idata.posterior["b1"].dims == ("chain", "draw", "layer1_out")
         assert idata.log_likelihood["y"].dims == ("chain", "draw", "obs")

@@ -24,11 +24,21 @@ class Backend(Protocol):
     def model(self, spec: BNNSpec) -> Any:
         """The model callable ``model(x, y=None)`` of this PPL."""
 
+    def log_joint(self, spec: BNNSpec) -> Any:
+        """Differentiable ``(params, x, y, likelihood_scale) -> log joint`` in framework arrays."""
+
     def data(self, spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:
         """``x`` and ``y`` as this framework's arrays (float32 inputs; float32 or int labels)."""
 
-    def log_density(self, spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]) -> float:
-        """Log joint ``log p(params) + log p(y | x, params)`` computed by the PPL's own tracer."""
+    def log_density(
+        self,
+        spec: BNNSpec,
+        x: Any,
+        y: Any,
+        params: Mapping[str, np.ndarray],
+        likelihood_scale: float = 1.0,
+    ) -> float:
+        """Log joint ``log p(params) + c log p(y | x, params)`` by the PPL's own tracer."""
 
     def grad_log_density(
         self, spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]

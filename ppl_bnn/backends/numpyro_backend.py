@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions
+import numpyro.handlers
 from numpyro.infer.util import log_density as _numpyro_log_density
 
 from ppl_bnn.program import PPL, bnn_model, forward
@@ -22,7 +23,9 @@ PPL_NUMPYRO = PPL(
     name=name,
     sample=numpyro.sample,
     plate=numpyro.plate,
+    scale=numpyro.handlers.scale,
     dist=numpyro.distributions,
+    biject_to=numpyro.distributions.transforms.biject_to,
     activations={
         "relu": jax.nn.relu,
         "tanh": jnp.tanh,
@@ -48,16 +51,26 @@ def _as_params(params: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
     return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()}
 
 
+def log_joint(spec: BNNSpec) -> Any:
+    """Pure JAX function ``(params, x, y, likelihood_scale) -> log joint`` of the model."""
+
+    def fn(params, x, y, likelihood_scale=1.0):
+        kwargs = {"likelihood_scale": likelihood_scale}
+        return _numpyro_log_density(model(spec), (x, y), kwargs, params)[0]
+
+    return fn
+
+
 @lru_cache(maxsize=32)
 def _log_density_fn(spec: BNNSpec):
-    def log_joint(params, x, y):
-        return _numpyro_log_density(model(spec), (x, y), {}, params)[0]
-
-    return jax.jit(log_joint), jax.jit(jax.grad(log_joint))
+    fn = log_joint(spec)
+    return jax.jit(fn), jax.jit(jax.grad(fn))
 
 
-def log_density(spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]) -> float:
-    return float(_log_density_fn(spec)[0](_as_params(params), x, y))
+def log_density(
+    spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray], likelihood_scale: float = 1.0
+) -> float:
+    return float(_log_density_fn(spec)[0](_as_params(params), x, y, likelihood_scale))
 
 
 def grad_log_density(

@@ -21,7 +21,9 @@ PPL_PYRO = PPL(
     name=name,
     sample=pyro.sample,
     plate=pyro.plate,
+    scale=poutine.scale,
     dist=pyro.distributions,
+    biject_to=torch.distributions.biject_to,
     activations={
         "relu": torch.relu,
         "tanh": torch.tanh,
@@ -51,14 +53,22 @@ def _as_params(params: Mapping[str, np.ndarray], requires_grad: bool = False) ->
     }
 
 
-def _log_joint(spec: BNNSpec, x: Any, y: Any, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    conditioned = poutine.condition(model(spec), data=dict(params))
-    return poutine.trace(conditioned).get_trace(x, y).log_prob_sum()
+def log_joint(spec: BNNSpec) -> Any:
+    """Torch function ``(params, x, y, likelihood_scale) -> log joint`` from the Pyro model."""
+    program = model(spec)
+
+    def fn(params, x, y, likelihood_scale=1.0):
+        conditioned = poutine.condition(program, data=dict(params))
+        return poutine.trace(conditioned).get_trace(x, y, likelihood_scale).log_prob_sum()
+
+    return fn
 
 
-def log_density(spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray]) -> float:
+def log_density(
+    spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray], likelihood_scale: float = 1.0
+) -> float:
     with torch.no_grad():
-        return float(_log_joint(spec, x, y, _as_params(params)))
+        return float(log_joint(spec)(_as_params(params), x, y, likelihood_scale))
 
 
 def grad_log_density(
@@ -66,7 +76,7 @@ def grad_log_density(
 ) -> dict[str, np.ndarray]:
     tensors = _as_params(params, requires_grad=True)
     names = list(tensors)
-    grads = torch.autograd.grad(_log_joint(spec, x, y, tensors), [tensors[k] for k in names])
+    grads = torch.autograd.grad(log_joint(spec)(tensors, x, y), [tensors[k] for k in names])
     return {k: g.numpy() for k, g in zip(names, grads, strict=True)}
 
 

@@ -72,3 +72,14 @@ def pyro_scope() -> Iterator[None]:
 
     with pyro.get_param_store().scope():
         yield
+
+
+class DivergedError(RuntimeError):
+    """A method produced non-finite values before it could return any usable draw."""
+
+
+def check_batch_size(batch_size: int, num_data: int) -> int:
+    """``batch_size`` if it fits the data; ``ValueError`` otherwise."""
+    if batch_size > num_data:
+        raise ValueError(f"batch_size {batch_size} exceeds the {num_data} training points")
+    return batch_size

@@ -11,6 +11,7 @@ TINY = {
     "svi": {"num_steps": 30, "num_draws": 5},
     "nuts": {"num_warmup": 10, "num_samples": 5, "max_tree_depth": 4},
     "hmc": {"num_warmup": 10, "num_samples": 5, "num_steps": 4},
+    "sgld": {"num_burnin": 10, "num_samples": 5, "thinning": 2, "batch_size": 8},
 }
 
 
