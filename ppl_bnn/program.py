@@ -76,11 +76,12 @@ def _drop_data_plate_slot(value: Any, site: Site) -> Any:
     Under a plate that vectorises the whole model (Pyro's ``vectorize_particles``), a weight of
     shape (in, out) is drawn with shape (P, 1, in, out): the trailing 1 is the data plate's dim.
     Dropping it makes the output (P, N, out) line up with the plates (P at -2, data at -1).
+    Values whose batch shape has no such slot, e.g. (P, in, out) from a joint guide, are kept.
     """
     extra = value.ndim - len(site.shape)
-    if extra == 0:
-        return value
-    return value.reshape(tuple(value.shape[: extra - 1]) + tuple(value.shape[extra:]))
+    if extra >= 2 and value.shape[extra - 1] == 1:
+        return value.reshape(tuple(value.shape[: extra - 1]) + tuple(value.shape[extra:]))
+    return value
 
 
 def bnn_model(
@@ -101,14 +102,17 @@ def bnn_model(
 
     Returns the network output ``f`` (N, output_dim).
     """
-    params = {}
-    for site in spec.sites():
-        value = ppl.sample(site.name, prior(site, ppl.dist))
-        params[site.name] = value if site.positive else _drop_data_plate_slot(value, site)
+    params = {
+        site.name: _drop_data_plate_slot(ppl.sample(site.name, prior(site, ppl.dist)), site)
+        for site in spec.sites()
+    }
     f = forward(spec, params, x, ppl.activations[spec.activation])
     with ppl.plate("data", x.shape[0]), ppl.scale(scale=likelihood_scale):
         if spec.likelihood == "gaussian":
-            ppl.sample("y", ppl.dist.Normal(f[..., 0], noise_std(spec, params)), obs=y)
+            sigma = noise_std(spec, params)
+            if spec.learned_noise:
+                sigma = sigma[..., None]  # one noise std per draw, broadcast over the data
+            ppl.sample("y", ppl.dist.Normal(f[..., 0], sigma), obs=y)
         else:
             ppl.sample("y", ppl.dist.Categorical(logits=f), obs=y)
     return f

@@ -100,7 +100,8 @@ class FitResult:
             ``log_likelihood`` and ``total``.
         sample_stats: Sampler statistics (chain, draw): ``diverging``, ``n_steps``,
             ``tree_depth`` (NUTS), ``step_size``, ``acceptance_rate``, ``lp``, ``energy`` (NumPyro).
-        losses: SVI loss (negative ELBO estimate) per optimisation step.
+        losses: Loss (negative ELBO estimate) per optimisation step; (members, steps) for
+            ensembles.
         variational: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
         info: Execution details: chain method, Pyro mode (``jit_compile`` / ``eager``), threads,
             ``diverged_at_step`` when an SVI loss became non-finite.
@@ -194,7 +195,7 @@ class FitResult:
             "timings": self.timings,
             "info": self.info,
             "versions": self.versions,
-            "losses": None if self.losses is None else [float(v) for v in self.losses],
+            "losses": None if self.losses is None else np.asarray(self.losses).tolist(),
             "has_variational": self.variational is not None,
         }
 

@@ -1,20 +1,34 @@
-r"""Mean-field variational inference (``svi``) with an ``AutoNormal`` guide.
+r"""Variational and point-estimate methods built on the PPLs' autoguides.
 
-The guide is :math:`q(\theta) = \prod_i \mathcal N(z_i \mid \mu_i, \sigma_i^2)` on the
-unconstrained value :math:`z = T^{-1}(\theta)` of every site; :math:`(\mu, \sigma)` maximise the
-reparameterised ELBO
+Every method here fits a guide :math:`q_\phi` on the unconstrained values :math:`z = T^{-1}(\theta)`
+by maximising the reparameterised (beta-)ELBO with Adam (Kingma & Welling 2014; Kingma & Ba 2015)
 
-.. math:: \mathcal L = \mathbb E_q[\log p(y, \theta)] - \mathbb E_q[\log q(\theta)]
+.. math:: \mathcal L(\phi) = \mathbb E_{q_\phi}\big[c \log p(y_B \mid \theta)
+          + \log p(\theta) - \log q_\phi(\theta)\big],\qquad c = \frac{N}{|B|\,\beta},
 
-by Adam (Kingma & Welling 2014; Blundell et al. 2015 for BNNs; Kingma & Ba 2015). Both backends use
-their library's own ``AutoNormal``, ``SVI`` and Adam; posterior draws come from the fitted
-:math:`(\mu, \sigma)` by one shared sampler, so the two backends draw the same way.
+where the likelihood scale :math:`c` is the model's ``likelihood_scale`` (minibatch and KL weight
+live in the log joint). The methods differ only in the guide, each the same class in both libraries:
+
+========== ================================== ============================================
+method     guide                              posterior
+========== ================================== ============================================
+svi        ``AutoNormal``                     mean-field Gaussian (Blundell et al. 2015)
+lowrank    ``AutoLowRankMultivariateNormal``  Gaussian, low-rank plus diagonal covariance
+fullrank   ``AutoMultivariateNormal``         Gaussian, full covariance (small nets)
+map        ``AutoDelta``                      point estimate (the posterior mode)
+laplace    ``AutoLaplaceApproximation``       Gaussian at the mode, covariance the inverse
+                                              Hessian of :math:`-\log p` (MacKay 1992)
+========== ================================== ============================================
+
+Posterior draws come from each library's own guide sampler (NumPyro ``sample_posterior``, Pyro
+``Predictive``), seeded from the fit's seed.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,37 +42,32 @@ from ppl_bnn.methods.common import (
 )
 from ppl_bnn.model import BNN
 from ppl_bnn.registry import register
-from ppl_bnn.seeding import child_seed, numpy_generator
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
-class SVIOptions:
-    """Options of ``fit(..., method="svi")``.
+class OptimisationOptions:
+    """Options every guide-based method shares.
 
     Attributes:
         num_steps: Optimisation steps.
         learning_rate: Adam step size.
         num_particles: Monte Carlo samples per ELBO estimate.
-        num_draws: Posterior draws taken from the fitted guide.
-        init_scale: Initial std of every guide factor (the libraries' default, 0.1).
         jit: Pyro only: ``JitTrace_ELBO`` (True) or ``Trace_ELBO``. NumPyro always compiles.
         batch_size: Minibatch size per step (``None``: full batch). The likelihood is scaled by
             N / batch_size in the model, so each step's ELBO is unbiased for the full-data ELBO.
         kl_weight: :math:`\\beta` of beta-VI, :math:`\\mathbb E_q[\\log p(y \\mid \\theta)]
-            - \\beta\\,\\mathrm{KL}(q \\| p)`; 1 is standard VI, other values are labelled tempered.
-            Implemented as a likelihood scale of 1 / beta (same optimum); the recorded losses are
-            the beta-ELBO's.
+            - \\beta\\,\\mathrm{KL}(q \\| p)`; 1 is standard VI, other values are labelled
+            tempered. Implemented as a likelihood scale of 1 / beta (same optimum); the recorded
+            losses are the beta-ELBO's.
     """
 
     num_steps: int = 5000
     learning_rate: float = 0.01
     num_particles: int = 1
-    num_draws: int = 1000
-    init_scale: float = 0.1
     jit: bool = True
     batch_size: int | None = None
     kl_weight: float = 1.0
@@ -67,8 +76,6 @@ class SVIOptions:
         check_positive_int("num_steps", self.num_steps)
         check_positive_float("learning_rate", self.learning_rate)
         check_positive_int("num_particles", self.num_particles)
-        check_positive_int("num_draws", self.num_draws)
-        check_positive_float("init_scale", self.init_scale)
         if not isinstance(self.jit, bool):
             raise ValueError(f"jit must be True or False, got {self.jit!r}")
         if self.batch_size is not None:
@@ -81,34 +88,96 @@ class SVIOptions:
         check_batch_size(batch, num_data)
         return batch, num_data / batch / self.kl_weight
 
+    @property
+    def draws(self) -> int:
+        """Posterior draws taken from the fitted guide."""
+        return 1
 
-def mean_field_draws(
-    spec: BNNSpec,
-    loc: dict[str, np.ndarray],
-    scale: dict[str, np.ndarray],
-    num_draws: int,
-    rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
-    """Draws ``(1, num_draws, *shape)`` from a mean-field Gaussian on unconstrained values.
+    def guide_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the autoguide class (beyond the model and init_loc_fn)."""
+        return {}
 
-    Positive sites are mapped back by ``exp``, the bijection both PPLs use for that support.
+
+@dataclass(frozen=True, kw_only=True)
+class MAPOptions(OptimisationOptions):
+    """Options of ``fit(..., method="map")``: the point estimate is kept as a single draw."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaplaceOptions(OptimisationOptions):
+    """Options of ``fit(..., method="laplace")``; ``num_draws`` from the Gaussian at the mode."""
+
+    num_draws: int = 1000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive_int("num_draws", self.num_draws)
+
+    @property
+    def draws(self) -> int:
+        return self.num_draws
+
+
+@dataclass(frozen=True, kw_only=True)
+class SVIOptions(LaplaceOptions):
+    """Options of ``fit(..., method="svi")`` (and ``fullrank``).
+
+    Attributes:
+        init_scale: Initial std of the guide (the libraries' default, 0.1).
     """
-    draws = {}
-    for site in spec.sites():
-        z = loc[site.name] + scale[site.name] * rng.standard_normal((num_draws, *site.shape))
-        draws[site.name] = (np.exp(z) if site.positive else z).astype(np.float32)[None]
-    return draws
+
+    init_scale: float = 0.1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive_float("init_scale", self.init_scale)
+
+    def guide_kwargs(self) -> dict[str, Any]:
+        return {"init_scale": self.init_scale}
 
 
-def _finish(
+@dataclass(frozen=True, kw_only=True)
+class LowRankOptions(SVIOptions):
+    """Options of ``fit(..., method="lowrank")``; ``rank`` of the covariance factor
+    (``None``: the libraries' default, about the square root of the number of weights)."""
+
+    rank: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.rank is not None:
+            check_positive_int("rank", self.rank)
+
+    def guide_kwargs(self) -> dict[str, Any]:
+        return {**super().guide_kwargs(), "rank": self.rank}
+
+
+#: Method -> autoguide class name (the same in ``numpyro.infer.autoguide`` and
+#: ``pyro.infer.autoguide``).
+GUIDES = {
+    "svi": "AutoNormal",
+    "lowrank": "AutoLowRankMultivariateNormal",
+    "fullrank": "AutoMultivariateNormal",
+    "map": "AutoDelta",
+    "laplace": "AutoLaplaceApproximation",
+}
+
+
+def _check_finite(losses: np.ndarray, info: dict[str, Any]) -> None:
+    bad = np.flatnonzero(~np.isfinite(losses))
+    if bad.size:
+        info["diverged_at_step"] = int(bad[0])
+        logger.warning("loss became non-finite at step %d", bad[0])
+
+
+def _output(
     model: BNN,
-    options: SVIOptions,
-    seed: int,
+    options: OptimisationOptions,
     losses: np.ndarray,
-    loc: dict[str, np.ndarray],
-    scale: dict[str, np.ndarray],
+    draws: dict[str, np.ndarray],
     timings: dict[str, float],
-    info: dict,
+    variational: dict | None,
+    info: dict[str, Any],
 ) -> RunOutput:
     losses = options.kl_weight * losses
     info.update(
@@ -118,40 +187,35 @@ def _finish(
             "tempered": options.kl_weight != 1.0,
         }
     )
-    bad = np.flatnonzero(~np.isfinite(losses))
-    if bad.size:
-        info["diverged_at_step"] = int(bad[0])
-        logger.warning("SVI loss became non-finite at step %d", bad[0])
-    start = now()
-    draws = mean_field_draws(
-        model.spec, loc, scale, options.num_draws, numpy_generator(seed, "svi_draws")
-    )
-    timings["sampling"] = now() - start
+    _check_finite(losses, info)
+    sites = {s.name: s.shape for s in model.spec.sites()}
+    draws = {
+        k: np.asarray(v, dtype=np.float32).reshape(1, options.draws, *sites[k])
+        for k, v in draws.items()
+        if k in sites
+    }
     return RunOutput(
-        draws=draws,
-        timings=timings,
-        losses=losses,
-        variational={"loc": loc, "scale": scale},
-        info=info,
+        draws=draws, timings=timings, losses=losses, variational=variational, info=info
     )
 
 
-def run_numpyro(model: BNN, options: SVIOptions, seed: int) -> RunOutput:
+def _run_numpyro(method: str, model: BNN, options: OptimisationOptions, seed: int) -> RunOutput:
     import jax
     from jax import lax
-    from numpyro.infer import SVI, Trace_ELBO, init_to_uniform
-    from numpyro.infer.autoguide import AutoNormal
+    from numpyro.infer import SVI, Trace_ELBO, autoguide, init_to_uniform
     from numpyro.optim import Adam
 
     from ppl_bnn.backends import numpyro_backend as backend
 
     x, y = backend.data(model.spec, model.x, model.y)
     program = backend.model(model.spec)
-    guide = AutoNormal(program, init_loc_fn=init_to_uniform, init_scale=options.init_scale)
+    guide = getattr(autoguide, GUIDES[method])(
+        program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
+    )
     svi = SVI(program, guide, Adam(options.learning_rate), Trace_ELBO(options.num_particles))
-
     n = model.num_data
     batch, scale = options.likelihood_scale(n)
+    full_scale = 1.0 / options.kl_weight
 
     def one_step(state, key):
         if batch == n:
@@ -162,29 +226,39 @@ def run_numpyro(model: BNN, options: SVIOptions, seed: int) -> RunOutput:
     def optimise(state, keys):
         return lax.scan(one_step, state, keys)
 
-    key_init, key_batches = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
+    key = jax.random.PRNGKey(child_seed(seed, "svi"))
+    key_init, key_batches, key_draws = jax.random.split(key, 3)
     keys = jax.random.split(key_batches, options.num_steps)
     start = now()
-    state = svi.init(key_init, x[:batch], y[:batch], likelihood_scale=scale)
+    # Initialised on the full data so that Laplace's Hessian is the full-data one.
+    state = svi.init(key_init, x, y, likelihood_scale=full_scale)
     compiled = jax.jit(optimise).lower(state, keys).compile()
     compiled_at = now()
     state, losses = jax.block_until_ready(compiled(state, keys))
     end = now()
     params = svi.get_params(state)
-    names = [site.name for site in model.spec.sites()]
-    loc = {n: np.asarray(params[f"{n}_auto_loc"]) for n in names}
-    scale = {n: np.asarray(params[f"{n}_auto_scale"]) for n in names}
+    draws = guide.sample_posterior(key_draws, params, sample_shape=(options.draws,))
+    draws = jax.block_until_ready(draws)
+    drawn = now()
+    variational = None
+    if method == "svi":
+        names = [site.name for site in model.spec.sites()]
+        variational = {
+            kind: {name: np.asarray(params[f"{name}_auto_{kind}"]) for name in names}
+            for kind in ("loc", "scale")
+        }
     # Initialisation traces the model and guide; lower().compile() builds the whole scan.
-    timings = {"compile": compiled_at - start, "warmup": end - compiled_at}
-    info = {"elbo": "Trace_ELBO"}
-    return _finish(model, options, seed, np.asarray(losses), loc, scale, timings, info)
+    timings = {"compile": compiled_at - start, "warmup": end - compiled_at, "sampling": drawn - end}
+    info = {"elbo": "Trace_ELBO", "guide": GUIDES[method]}
+    draws = {k: np.asarray(v) for k, v in draws.items()}
+    return _output(model, options, np.asarray(losses), draws, timings, variational, info)
 
 
-def run_pyro(model: BNN, options: SVIOptions, seed: int) -> RunOutput:
+def _run_pyro(method: str, model: BNN, options: OptimisationOptions, seed: int) -> RunOutput:
     import pyro
     import torch
-    from pyro.infer import SVI, JitTrace_ELBO, Trace_ELBO
-    from pyro.infer.autoguide import AutoNormal, init_to_uniform
+    from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO, autoguide
+    from pyro.infer.autoguide import init_to_uniform
 
     from ppl_bnn.backends import pyro_backend as backend
 
@@ -199,6 +273,7 @@ def run_pyro(model: BNN, options: SVIOptions, seed: int) -> RunOutput:
     n = model.num_data
     batch, scale = options.likelihood_scale(n)
     generator = torch.Generator().manual_seed(child_seed(seed, "svi_batches"))
+    names = [site.name for site in model.spec.sites()]
 
     def step() -> float:
         if batch == n:
@@ -208,7 +283,9 @@ def run_pyro(model: BNN, options: SVIOptions, seed: int) -> RunOutput:
 
     losses = np.empty(options.num_steps, dtype=np.float64)
     with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
-        guide = AutoNormal(program, init_loc_fn=init_to_uniform, init_scale=options.init_scale)
+        guide = getattr(autoguide, GUIDES[method])(
+            program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
+        )
         svi = SVI(
             program, guide, pyro.optim.Adam({"lr": options.learning_rate}), elbo_cls(**elbo_kwargs)
         )
@@ -219,13 +296,44 @@ def run_pyro(model: BNN, options: SVIOptions, seed: int) -> RunOutput:
         for i in range(1, options.num_steps):
             losses[i] = step()
         end = now()
+        if method == "laplace":
+            guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
+        predictive = Predictive(
+            program, guide=guide, num_samples=options.draws, return_sites=names, parallel=True
+        )
         with torch.no_grad():
-            names = [site.name for site in model.spec.sites()]
-            loc = {n: getattr(guide.locs, n).detach().numpy().copy() for n in names}
-            scale = {n: getattr(guide.scales, n).detach().numpy().copy() for n in names}
-    timings = {"compile": first - start, "warmup": end - first}
-    info = {"elbo": elbo_cls.__name__, "torch_threads": torch.get_num_threads()}
-    return _finish(model, options, seed, losses, loc, scale, timings, info)
+            draws = {k: v.numpy() for k, v in predictive(x[:1], y[:1]).items()}
+            variational = None
+            if method == "svi":
+                variational = {
+                    kind: {
+                        name: getattr(getattr(guide, kind + "s"), name).detach().numpy().copy()
+                        for name in names
+                    }
+                    for kind in ("loc", "scale")
+                }
+        drawn = now()
+    timings = {"compile": first - start, "warmup": end - first, "sampling": drawn - end}
+    info = {
+        "elbo": elbo_cls.__name__,
+        "guide": GUIDES[method],
+        "torch_threads": torch.get_num_threads(),
+    }
+    return _output(model, options, losses, draws, timings, variational, info)
 
 
-register("svi", SVIOptions, {"numpyro": run_numpyro, "pyro": run_pyro})
+def _runners(method: str) -> dict[str, Any]:
+    def numpyro_runner(model: BNN, options: OptimisationOptions, seed: int) -> RunOutput:
+        return _run_numpyro(method, model, options, seed)
+
+    def pyro_runner(model: BNN, options: OptimisationOptions, seed: int) -> RunOutput:
+        return _run_pyro(method, model, options, seed)
+
+    return {"numpyro": numpyro_runner, "pyro": pyro_runner}
+
+
+register("svi", SVIOptions, _runners("svi"))
+register("lowrank", LowRankOptions, _runners("lowrank"))
+register("fullrank", SVIOptions, _runners("fullrank"))
+register("map", MAPOptions, _runners("map"))
+register("laplace", LaplaceOptions, _runners("laplace"))

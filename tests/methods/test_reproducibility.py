@@ -12,6 +12,11 @@ TINY = {
     "nuts": {"num_warmup": 10, "num_samples": 5, "max_tree_depth": 4},
     "hmc": {"num_warmup": 10, "num_samples": 5, "num_steps": 4},
     "sgld": {"num_burnin": 10, "num_samples": 5, "thinning": 2, "batch_size": 8},
+    "map": {"num_steps": 30},
+    "laplace": {"num_steps": 30, "num_draws": 5},
+    "lowrank": {"num_steps": 30, "num_draws": 5},
+    "fullrank": {"num_steps": 30, "num_draws": 5},
+    "ensemble": {"num_steps": 20, "num_members": 2},
 }
 
 
