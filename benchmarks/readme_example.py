@@ -1,4 +1,4 @@
-"""The README example: a 1-hidden-layer BNN fitted by svi, nuts and hmc on both backends.
+"""The README example: a 1-hidden-layer BNN fitted by every method on both backends.
 
 Run ``python benchmarks/readme_example.py`` to reproduce the timings quoted in the README; it logs
 one line per (method, backend) with compile / warmup / sampling seconds, the cost per gradient
@@ -15,14 +15,21 @@ from ppl_bnn import BNN, configure_runtime, fit
 
 METHODS = {
     "svi": {"num_steps": 3000, "num_draws": 500},
+    "lowrank": {"num_steps": 3000, "num_draws": 500},
+    "fullrank": {"num_steps": 3000, "num_draws": 500},
+    "map": {"num_steps": 3000},
+    "laplace": {"num_steps": 3000, "num_draws": 500},
+    "ensemble": {"num_steps": 3000, "num_members": 5},
+    "sgld": {"num_burnin": 2000, "num_samples": 500, "thinning": 20, "step_size": 1e-4},
     "nuts": {"num_warmup": 200, "num_samples": 200, "max_tree_depth": 8},
     "hmc": {"num_warmup": 200, "num_samples": 200, "num_steps": 32},
 }
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
     log = logging.getLogger("readme_example")
+    log.setLevel(logging.INFO)
     configure_runtime(host_devices=2, torch_threads=2)  # once, before JAX or torch first run
 
     rng = np.random.default_rng(0)

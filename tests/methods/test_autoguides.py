@@ -69,6 +69,15 @@ def test_gaussian_guides_capture_the_correlation(correlated, method, extra, back
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_ensemble_of_a_convex_problem_is_the_mode_repeated(correlated, backend):
+    result = fit(
+        correlated.model, "ensemble", backend=backend, seed=0, num_members=2, num_steps=3000
+    )
+    members = flat_draws(result.draws)[0]
+    np.testing.assert_allclose(members, np.tile(correlated.mean, (2, 1)), atol=0.01)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_ensemble_members_are_independent_map_fits(backend, tmp_path):
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, size=(20, 1))
