@@ -1,5 +1,5 @@
 """Inference methods, one module each; importing this package registers them all."""
 
-from ppl_bnn.methods import ensemble, mcmc, sgld, svi
+from ppl_bnn.methods import ensemble, mcmc, sghmc, sgld, svi
 
-__all__ = ["ensemble", "mcmc", "sgld", "svi"]
+__all__ = ["ensemble", "mcmc", "sghmc", "sgld", "svi"]

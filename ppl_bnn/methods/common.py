@@ -83,3 +83,7 @@ def check_batch_size(batch_size: int, num_data: int) -> int:
     if batch_size > num_data:
         raise ValueError(f"batch_size {batch_size} exceeds the {num_data} training points")
     return batch_size
+
+
+class HessianError(RuntimeError):
+    """The Hessian of the negative log joint at the optimum is not positive definite."""

@@ -1,123 +1,34 @@
 r"""Stochastic-gradient Langevin dynamics (``sgld``; Welling & Teh 2011).
 
-On the unconstrained parameters :math:`z` (with :math:`\theta = T(z)`), each step draws a minibatch
-:math:`B` of size :math:`b` and moves
+On the unconstrained parameters :math:`z`, with the minibatch log density :math:`\log \tilde p`,
+step sizes :math:`\epsilon_t` and temperature :math:`\tau` of :mod:`ppl_bnn.methods.sgmcmc`, each
+step moves
 
 .. math::
 
-    z_{t+1} = z_t + \frac{\epsilon_t}{2} \nabla_z \Big[\log p(T(z_t))
-        + \frac{N}{b} \sum_{i \in B} \log p(y_i \mid x_i, T(z_t)) + \log|\det J_T(z_t)|\Big]
-        + \sqrt{\epsilon_t \tau}\, \xi_t, \qquad \xi_t \sim \mathcal N(0, I),
-
-with :math:`\epsilon_t = a` (``schedule="constant"``) or :math:`\epsilon_t = a (b_0 + t)^{-\gamma}`
-(``schedule="polynomial"``) and temperature :math:`\tau` (1 targets the posterior; other values
-target :math:`p^{1/\tau}` and are labelled tempered). The :math:`N/b` scaling is the model's
-``likelihood_scale``, so it lives in the log joint.
+    z_{t+1} = z_t + \frac{\epsilon_t}{2} \nabla_z \log \tilde p(z_t)
+        + \sqrt{\epsilon_t \tau}\, \xi_t, \qquad \xi_t \sim \mathcal N(0, I).
 
 The update is one pure ``(init, step)`` pair over an explicit :class:`SGLDState`, written with
-array arithmetic only; a JAX driver (``lax.scan``, chains vectorised) and a torch driver (Python
-loop, its own ``torch.Generator``) feed it gradients and noise. A step whose log density or
-position is not finite stops that chain; draws taken before it are kept.
+array arithmetic only; the drivers of :mod:`ppl_bnn.methods.sgmcmc` (JAX ``lax.scan``, torch loop)
+feed it gradients and noise and handle divergence.
 """
 
 from __future__ import annotations
 
-import logging
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
-
-from ppl_bnn.methods.common import (
-    DivergedError,
-    RunOutput,
-    check_batch_size,
-    check_positive_float,
-    check_positive_int,
-)
-from ppl_bnn.model import BNN
+from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, runners, step_size_schedule
 from ppl_bnn.registry import register
-from ppl_bnn.seeding import child_seed
-from ppl_bnn.timing import now
 
-logger = logging.getLogger(__name__)
-
-SCHEDULES = ("constant", "polynomial")
-#: Above this many training points the default batch size is :data:`DEFAULT_BATCH_SIZE`.
-FULL_BATCH_LIMIT = 1000
-DEFAULT_BATCH_SIZE = 128
+__all__ = ["SGLDOptions", "SGLDState", "sgld", "step_size_schedule"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class SGLDOptions:
-    """Options of ``fit(..., method="sgld")``.
-
-    Attributes:
-        num_samples: Kept draws per chain.
-        num_burnin: Steps discarded before the first kept draw.
-        thinning: Steps per kept draw (total steps: ``num_burnin + num_samples * thinning``).
-        step_size: :math:`a`, the (initial) step size.
-        schedule: ``"constant"`` or ``"polynomial"`` (:math:`a (b_0 + t)^{-\\gamma}`).
-        schedule_offset: :math:`b_0` of the polynomial schedule.
-        schedule_decay: :math:`\\gamma` of the polynomial schedule, in (0.5, 1].
-        batch_size: Minibatch size; ``None`` is the full batch up to
-            :data:`FULL_BATCH_LIMIT` points and :data:`DEFAULT_BATCH_SIZE` above.
-        num_chains: Independent chains, each started from its own prior draw.
-        temperature: :math:`\\tau`; 1 is the Bayesian posterior.
-        jit: Pyro only: JIT-trace the log density once (``torch.jit.trace``); NumPyro always
-            compiles.
-    """
-
-    num_samples: int = 1000
-    num_burnin: int = 1000
-    thinning: int = 10
-    step_size: float = 1e-4
-    schedule: str = "constant"
-    schedule_offset: float = 1.0
-    schedule_decay: float = 0.55
-    batch_size: int | None = None
-    num_chains: int = 1
-    temperature: float = 1.0
-    jit: bool = True
-
-    def __post_init__(self) -> None:
-        check_positive_int("num_samples", self.num_samples)
-        check_positive_int("num_burnin", self.num_burnin, minimum=0)
-        check_positive_int("thinning", self.thinning)
-        check_positive_float("step_size", self.step_size)
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; allowed: {', '.join(SCHEDULES)}")
-        check_positive_float("schedule_offset", self.schedule_offset)
-        check_positive_float("schedule_decay", self.schedule_decay)
-        if not 0.5 < self.schedule_decay <= 1:
-            raise ValueError(f"schedule_decay must be in (0.5, 1], got {self.schedule_decay!r}")
-        if self.batch_size is not None:
-            check_positive_int("batch_size", self.batch_size)
-        check_positive_int("num_chains", self.num_chains)
-        check_positive_float("temperature", self.temperature)
-        if not isinstance(self.jit, bool):
-            raise ValueError(f"jit must be True or False, got {self.jit!r}")
-
-    @property
-    def num_steps(self) -> int:
-        return self.num_burnin + self.num_samples * self.thinning
-
-    def resolved_batch_size(self, num_data: int) -> int:
-        """The batch size used for ``num_data`` training points."""
-        if self.batch_size is None:
-            return num_data if num_data <= FULL_BATCH_LIMIT else DEFAULT_BATCH_SIZE
-        return check_batch_size(self.batch_size, num_data)
-
-
-def step_size_schedule(options: SGLDOptions) -> Callable[[Any], Any]:
-    """:math:`t \\mapsto \\epsilon_t`; works on Python ints and traced JAX integers alike."""
-    a = options.step_size
-    if options.schedule == "constant":
-        return lambda t: a + 0.0 * t
-    b, gamma = options.schedule_offset, options.schedule_decay
-    return lambda t: a * (b + t) ** (-gamma)
+class SGLDOptions(SGMCMCOptions):
+    """Options of ``fit(..., method="sgld")``: those of :class:`SGMCMCOptions`, nothing more."""
 
 
 class SGLDState(NamedTuple):
@@ -127,16 +38,9 @@ class SGLDState(NamedTuple):
     step: Any
 
 
-class SGLDInfo(NamedTuple):
-    """About one step: its step size and the (minibatch) log density at the old position."""
-
-    step_size: Any
-    log_density: Any
-
-
 def sgld(
     schedule: Callable[[Any], Any], temperature: float
-) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGLDInfo]]]:
+) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
     """Build the SGLD update as a pure ``(init, step)`` pair.
 
     ``step(state, log_density, grad, noise)`` takes the log density and its gradient at
@@ -149,258 +53,22 @@ def sgld(
 
     def step(
         state: SGLDState, log_density: Any, grad: Mapping[str, Any], noise: Mapping[str, Any]
-    ) -> tuple[SGLDState, SGLDInfo]:
+    ) -> tuple[SGLDState, SGMCMCInfo]:
         eps = schedule(state.step)
         spread = (eps * temperature) ** 0.5
         position = {
             k: z + 0.5 * eps * grad[k] + spread * noise[k] for k, z in state.position.items()
         }
-        return SGLDState(position, state.step + 1), SGLDInfo(eps, log_density)
+        return SGLDState(position, state.step + 1), SGMCMCInfo(eps, log_density)
 
     return init, step
 
 
-def _initial_positions(model: BNN, num_chains: int, seed: int) -> list[dict[str, np.ndarray]]:
-    """One prior draw per chain, mapped to unconstrained space (``log`` for positive sites)."""
-    out = []
-    for chain in range(num_chains):
-        params = model.init_params(child_seed(seed, f"sgld_init{chain}"))
-        sites = {s.name: s for s in model.spec.sites()}
-        out.append({k: np.log(v) if sites[k].positive else v for k, v in params.items()})
-    return out
-
-
-def _kept_draws(diverged_at: np.ndarray, options: SGLDOptions) -> np.ndarray:
-    """Per chain, how many kept draws precede its first non-finite step (all when none)."""
-    kept = np.full(diverged_at.shape, options.num_samples)
-    for chain, step in enumerate(diverged_at):
-        if step >= 0:
-            # Draw d is the position after step num_burnin + (d + 1) * thinning - 1.
-            kept[chain] = max(
-                0, min(options.num_samples, (step - options.num_burnin) // options.thinning)
-            )
-    return kept
-
-
-def _finish(
-    draws: dict[str, np.ndarray],
-    stats: dict[str, np.ndarray],
-    diverged_at: np.ndarray,
+def build(
     options: SGLDOptions,
-    timings: dict[str, float],
-    info: dict[str, Any],
-) -> RunOutput:
-    kept = _kept_draws(diverged_at, options)
-    info.update(
-        {
-            "tempered": options.temperature != 1.0,
-            "diverged": bool(np.any(diverged_at >= 0)),
-            "diverged_at_step": [int(s) if s >= 0 else None for s in diverged_at],
-        }
-    )
-    if info["diverged"]:
-        if kept.min() == 0:
-            raise DivergedError(
-                f"SGLD diverged (non-finite value) at step(s) {info['diverged_at_step']} "
-                f"before any draw was kept; try a smaller step_size than {options.step_size}"
-            )
-        n = int(kept.min())
-        info["draws_dropped_to_align_chains"] = int(kept.sum() - n * len(kept))
-        logger.warning(
-            "SGLD diverged at step(s) %s; keeping %d draws per chain", info["diverged_at_step"], n
-        )
-        draws = {k: v[:, :n] for k, v in draws.items()}
-        stats = {k: v[:, :n] for k, v in stats.items()}
-    return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)
+) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
+    """:func:`sgld` configured by ``options``."""
+    return sgld(step_size_schedule(options), options.temperature)
 
 
-def run_numpyro(model: BNN, options: SGLDOptions, seed: int) -> RunOutput:
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-
-    from ppl_bnn.backends import numpyro_backend as backend
-    from ppl_bnn.program import constrain, site_transforms
-
-    spec = model.spec
-    x, y = backend.data(spec, model.x, model.y)
-    n = model.num_data
-    batch = options.resolved_batch_size(n)
-    log_joint = backend.log_joint(spec)
-    transforms = site_transforms(spec, backend.PPL_NUMPYRO)
-
-    def log_density(z, xb, yb):
-        theta, log_det = constrain(transforms, z)
-        return log_joint(theta, xb, yb, n / batch) + log_det
-
-    value_and_grad = jax.value_and_grad(log_density)
-    init, step = sgld(step_size_schedule(options), options.temperature)
-
-    def one_step(carry, key):
-        state, diverged_at = carry
-        key_batch, key_noise = jax.random.split(key)
-        if batch < n:
-            idx = jax.random.choice(key_batch, n, (batch,), replace=False)
-            xb, yb = x[idx], y[idx]
-        else:
-            xb, yb = x, y
-        lp, grad = value_and_grad(state.position, xb, yb)
-        leaves, tree = jax.tree.flatten(state.position)
-        keys = jax.random.split(key_noise, len(leaves))
-        noise = jax.tree.unflatten(
-            tree,
-            [jax.random.normal(k, v.shape, v.dtype) for k, v in zip(keys, leaves, strict=True)],
-        )
-        new, info = step(state, lp, grad, noise)
-        finite = jnp.isfinite(lp) & jnp.all(
-            jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(new.position)])
-        )
-        alive = diverged_at < 0
-        ok = finite & alive
-        position = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new.position, state.position)
-        diverged_at = jnp.where(alive & ~finite, state.step, diverged_at)
-        return (SGLDState(position, new.step), diverged_at), info
-
-    def burn(carry, key):
-        carry, _ = lax.scan(one_step, carry, jax.random.split(key, options.num_burnin))
-        return carry
-
-    def draw(carry, key):
-        carry, infos = lax.scan(one_step, carry, jax.random.split(key, options.thinning))
-        theta, _ = constrain(transforms, carry[0].position)
-        return carry, (theta, jax.tree.map(lambda v: v[-1], infos))
-
-    def sample(carry, key):
-        return lax.scan(draw, carry, jax.random.split(key, options.num_samples))
-
-    chains = options.num_chains
-    starts = _initial_positions(model, chains, seed)
-    position = {k: jnp.stack([jnp.asarray(s[k]) for s in starts]) for k in starts[0]}
-    carry = (jax.vmap(init)(position), jnp.full((chains,), -1, dtype=jnp.int32))
-    carry = (carry[0]._replace(step=jnp.zeros((chains,), jnp.int32)), carry[1])
-    key_burn, key_sample = jax.random.split(jax.random.PRNGKey(child_seed(seed, "sgld")))
-    burn_keys = jax.random.split(key_burn, chains)
-    sample_keys = jax.random.split(key_sample, chains)
-
-    start = now()
-    burn_fn = jax.jit(jax.vmap(burn)).lower(carry, burn_keys).compile()
-    sample_fn = jax.jit(jax.vmap(sample)).lower(carry, sample_keys).compile()
-    compiled = now()
-    carry = jax.block_until_ready(burn_fn(carry, burn_keys))
-    warm = now()
-    carry, (theta, infos) = jax.block_until_ready(sample_fn(carry, sample_keys))
-    end = now()
-    timings = {"compile": compiled - start, "warmup": warm - compiled, "sampling": end - warm}
-    draws = {k: np.asarray(v) for k, v in theta.items()}
-    stats = {"step_size": np.asarray(infos.step_size), "lp": np.asarray(infos.log_density)}
-    info = {"batch_size": batch, "chain_method": "vectorized"}
-    return _finish(draws, stats, np.asarray(carry[1]), options, timings, info)
-
-
-def _jit_trace(fn: Callable, example: list) -> Callable:
-    """``torch.jit.trace`` of the Pyro log density, as Pyro's own ``jit_compile`` does it."""
-    import pyro
-    import torch
-
-    with warnings.catch_warnings(), pyro.validation_enabled(False):
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace")
-        return torch.jit.trace(fn, tuple(example), check_trace=False)
-
-
-def run_pyro(model: BNN, options: SGLDOptions, seed: int) -> RunOutput:
-    import torch
-
-    from ppl_bnn.backends import pyro_backend as backend
-    from ppl_bnn.program import constrain, site_transforms
-
-    spec = model.spec
-    x, y = backend.data(spec, model.x, model.y)
-    n = model.num_data
-    batch = options.resolved_batch_size(n)
-    log_joint = backend.log_joint(spec)
-    transforms = site_transforms(spec, backend.PPL_PYRO)
-    init, step = sgld(step_size_schedule(options), options.temperature)
-    names = [site.name for site in spec.sites()]
-
-    def flat_log_density(*args):
-        theta, log_det = constrain(transforms, dict(zip(names, args[:-2], strict=True)))
-        return log_joint(theta, args[-2], args[-1], n / batch) + log_det
-
-    starts = _initial_positions(model, options.num_chains, seed)
-    start = now()
-    log_density = flat_log_density
-    if options.jit:
-        example = [torch.as_tensor(starts[0][k]) for k in names] + [x[:batch], y[:batch]]
-        log_density = _jit_trace(flat_log_density, example)
-    timings = {"compile": now() - start, "warmup": 0.0, "sampling": 0.0}
-    draws_per_chain, stats_per_chain, diverged_at = [], [], []
-    for chain, position in enumerate(starts):
-        generator = torch.Generator().manual_seed(child_seed(seed, f"sgld_chain{chain}"))
-        state = init({k: torch.tensor(v, requires_grad=True) for k, v in position.items()})
-        chain_draws = {s.name: [] for s in spec.sites()}
-        chain_stats = {"step_size": [], "lp": []}
-        diverged, warm = -1, None
-        start = now()
-        for t in range(options.num_steps):
-            if t == options.num_burnin:
-                warm = now()
-            if batch < n:
-                idx = torch.randperm(n, generator=generator)[:batch]
-                xb, yb = x[idx], y[idx]
-            else:
-                xb, yb = x, y
-            lp = log_density(*(state.position[k] for k in names), xb, yb)
-            grads = torch.autograd.grad(lp, [state.position[k] for k in names])
-            with torch.no_grad():
-                noise = {
-                    k: torch.randn(v.shape, generator=generator) for k, v in state.position.items()
-                }
-                new, info = step(state, lp.detach(), dict(zip(names, grads, strict=True)), noise)
-                finite = torch.isfinite(lp) and all(
-                    torch.isfinite(v).all() for v in new.position.values()
-                )
-            if not finite:
-                diverged = t
-                break
-            state = SGLDState({k: v.requires_grad_() for k, v in new.position.items()}, new.step)
-            kept_step = t - options.num_burnin + 1
-            if kept_step > 0 and kept_step % options.thinning == 0:
-                with torch.no_grad():
-                    theta, _ = constrain(transforms, state.position)
-                for k, v in theta.items():
-                    chain_draws[k].append(v.detach().numpy().copy())
-                chain_stats["step_size"].append(float(info.step_size))
-                chain_stats["lp"].append(float(info.log_density))
-        end = now()
-        warm = end if warm is None else warm
-        timings["warmup"] += warm - start
-        timings["sampling"] += end - warm
-        diverged_at.append(diverged)
-        draws_per_chain.append(chain_draws)
-        stats_per_chain.append(chain_stats)
-    kept = _kept_draws(np.asarray(diverged_at), options)
-    length = int(kept.min())
-    sites = {s.name: s for s in spec.sites()}
-    draws = {
-        k: np.stack(
-            [
-                np.asarray(d[k][:length], dtype=np.float32).reshape(length, *sites[k].shape)
-                for d in draws_per_chain
-            ]
-        )
-        for k in sites
-    }
-    stats = {
-        k: np.stack([np.asarray(s[k][:length]) for s in stats_per_chain])
-        for k in ("step_size", "lp")
-    }
-    info = {
-        "batch_size": batch,
-        "chain_method": "sequential",
-        "torch_threads": torch.get_num_threads(),
-    }
-    return _finish(draws, stats, np.asarray(diverged_at), options, timings, info)
-
-
-register("sgld", SGLDOptions, {"numpyro": run_numpyro, "pyro": run_pyro})
+register("sgld", SGLDOptions, runners("sgld", build))

@@ -27,12 +27,14 @@ Posterior draws come from each library's own guide sampler (NumPyro ``sample_pos
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ppl_bnn.methods.common import (
+    HessianError,
     RunOutput,
     check_batch_size,
     check_positive_float,
@@ -163,6 +165,13 @@ GUIDES = {
 }
 
 
+_HESSIAN_MESSAGE = (
+    "laplace: the Hessian of -log p at the optimum found after {steps} steps is not positive "
+    "definite, so it defines no Gaussian; the optimisation may not have reached a mode "
+    "(raise num_steps) or the mode is degenerate"
+)
+
+
 def _check_finite(losses: np.ndarray, info: dict[str, Any]) -> None:
     bad = np.flatnonzero(~np.isfinite(losses))
     if bad.size:
@@ -237,6 +246,13 @@ def _run_numpyro(method: str, model: BNN, options: OptimisationOptions, seed: in
     state, losses = jax.block_until_ready(compiled(state, keys))
     end = now()
     params = svi.get_params(state)
+    if method == "laplace":
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="Hessian of log posterior at the MAP")
+            try:
+                guide.get_transform(params)
+            except UserWarning as err:
+                raise HessianError(_HESSIAN_MESSAGE.format(steps=options.num_steps)) from err
     draws = guide.sample_posterior(key_draws, params, sample_shape=(options.draws,))
     draws = jax.block_until_ready(draws)
     drawn = now()
@@ -297,7 +313,10 @@ def _run_pyro(method: str, model: BNN, options: OptimisationOptions, seed: int) 
             losses[i] = step()
         end = now()
         if method == "laplace":
-            guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
+            try:
+                guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
+            except (RuntimeError, ValueError) as err:  # Cholesky of a non-PD covariance
+                raise HessianError(_HESSIAN_MESSAGE.format(steps=options.num_steps)) from err
         predictive = Predictive(
             program, guide=guide, num_samples=options.draws, return_sites=names, parallel=True
         )

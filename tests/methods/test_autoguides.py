@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
+from ppl_bnn.methods.common import HessianError
 from tests.closed_form import flat_draws, linear_problem
 
 BACKENDS = ["numpyro", "pyro"]
@@ -91,3 +92,12 @@ def test_ensemble_members_are_independent_map_fits(backend, tmp_path):
     assert result.info["num_members"] == 3
     loaded = FitResult.load(result.save(tmp_path / backend))
     np.testing.assert_array_equal(loaded.losses, result.losses)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_laplace_away_from_a_mode_is_a_clear_error(backend):
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(16, 2))
+    model = BNN(x, x[:, 0] - x[:, 1], hidden=(3,), noise="learned")
+    with pytest.raises(HessianError, match=r"after 30 steps is not positive definite"):
+        fit(model, "laplace", backend=backend, num_steps=30, num_draws=5)

@@ -13,7 +13,7 @@ TINY = {
     "hmc": {"num_warmup": 10, "num_samples": 5, "num_steps": 4},
     "sgld": {"num_burnin": 10, "num_samples": 5, "thinning": 2, "batch_size": 8},
     "map": {"num_steps": 30},
-    "laplace": {"num_steps": 30, "num_draws": 5},
+    "laplace": {"num_steps": 300, "learning_rate": 0.05, "num_draws": 5},
     "lowrank": {"num_steps": 30, "num_draws": 5},
     "fullrank": {"num_steps": 30, "num_draws": 5},
     "ensemble": {"num_steps": 20, "num_members": 2},

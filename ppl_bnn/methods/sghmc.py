@@ -1,0 +1,123 @@
+r"""Stochastic-gradient Hamiltonian Monte Carlo (``sghmc``; Chen, Fox & Guestrin 2014).
+
+The "SGD with momentum" form of SGHMC (Chen et al. 2014, eq. 15, with :math:`\hat\beta = 0`): on
+the unconstrained parameters :math:`z`, with the minibatch log density :math:`\log \tilde p`, step
+sizes :math:`\epsilon_t` and temperature :math:`\tau` of :mod:`ppl_bnn.methods.sgmcmc`, friction
+:math:`\alpha \in (0, 1]` and momentum :math:`v`, each step moves
+
+.. math::
+
+    v_{t+1} &= (1 - \alpha)\, v_t + \frac{\epsilon_t}{2} \nabla_z \log \tilde p(z_t)
+        + \sqrt{\alpha \epsilon_t \tau}\, \xi_t, \qquad \xi_t \sim \mathcal N(0, I), \\
+    z_{t+1} &= z_t + v_{t+1}.
+
+This is Chen et al.'s update with learning rate :math:`\eta = \epsilon / 2` and momentum decay
+:math:`1 - \alpha`, its noise :math:`\mathcal N(0, 2 \alpha \eta)` multiplied by :math:`\tau`
+(BlackJAX's ``sghmc`` diffusion uses the same momentum update with step size :math:`\eta`). The
+momentum is updated first and moves the position in the same step (a semi-implicit Euler step,
+Chen et al.'s Algorithm 2 up to relabelling the state), and starts at zero: the chain starts at
+rest and burn-in brings the momentum to its stationary spread (variance about
+:math:`\epsilon \tau / (2 - \alpha)` per coordinate for small steps).
+
+Why :math:`\eta = \epsilon / 2`: :math:`\epsilon` keeps its SGLD meaning. With :math:`\alpha = 1`
+the momentum is forgotten at every step and the update *is* SGLD with step size
+:math:`\epsilon` (:mod:`ppl_bnn.methods.sgld`). For a Gaussian target with precision
+:math:`\Lambda` and a constant step the chain is linear, and its stationary distribution is exactly
+Gaussian with the target's mean and covariance
+
+.. math::
+
+    \tau \Lambda^{-1} \Big(I - \frac{\epsilon \Lambda}{4 (2 - \alpha)}\Big)^{-1}
+    \;\xrightarrow[\epsilon \to 0]{}\; \tau \Lambda^{-1},
+
+so the posterior (:math:`\tau = 1`) up to a discretisation bias that is SGLD's
+(:math:`\alpha = 1`) or smaller; the chain is stable when :math:`\epsilon \lambda_{\max}(\Lambda)
+< 4 (2 - \alpha)` (SGLD: 4). With :math:`\hat\beta = 0` nothing corrects for the minibatch
+gradient noise: noise of covariance :math:`V` in :math:`\nabla \log \tilde p` raises the effective
+temperature to about :math:`\tau + \epsilon V / (4 \alpha)`, so small friction needs small steps
+with small batches. Smaller friction mixes the mean faster (integrated autocorrelation about
+:math:`4 \alpha / (\epsilon \lambda)` steps instead of SGLD's :math:`4 / (\epsilon \lambda)`)
+but relaxes the spread no faster than about :math:`1 / \alpha` steps; near critical damping,
+:math:`\alpha \approx \sqrt{2 \epsilon \lambda}`, does both well.
+
+Reference: T. Chen, E. B. Fox, C. Guestrin. Stochastic Gradient Hamiltonian Monte Carlo. ICML 2014
+(arXiv:1402.4102).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ppl_bnn.methods.common import check_positive_float
+from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, runners, step_size_schedule
+from ppl_bnn.registry import register
+
+__all__ = ["SGHMCOptions", "SGHMCState", "sghmc"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SGHMCOptions(SGMCMCOptions):
+    """Options of ``fit(..., method="sghmc")``: those of :class:`SGMCMCOptions` plus
+
+    Attributes:
+        friction: :math:`\\alpha \\in (0, 1]`, one minus the momentum's decay per step; 1 is SGLD.
+    """
+
+    friction: float = 0.1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive_float("friction", self.friction)
+        if not self.friction <= 1:
+            raise ValueError(f"friction must be in (0, 1], got {self.friction!r}")
+
+
+class SGHMCState(NamedTuple):
+    """What one step carries to the next: position, momentum (both unconstrained) and step count."""
+
+    position: dict[str, Any]
+    momentum: dict[str, Any]
+    step: Any
+
+
+def sghmc(
+    schedule: Callable[[Any], Any], temperature: float, friction: float
+) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
+    """Build the SGHMC update as a pure ``(init, step)`` pair.
+
+    ``init(position)`` starts at rest (zero momentum). ``step(state, log_density, grad, noise)``
+    takes the log density and its gradient at ``state.position`` and standard-normal ``noise``
+    shaped like the position; it uses only ``+``, ``*`` and ``**`` so that JAX arrays and torch
+    tensors both work.
+    """
+    decay = 1.0 - friction
+
+    def init(position: Mapping[str, Any]) -> SGHMCState:
+        position = dict(position)
+        return SGHMCState(position, {k: 0.0 * z for k, z in position.items()}, step=0)
+
+    def step(
+        state: SGHMCState, log_density: Any, grad: Mapping[str, Any], noise: Mapping[str, Any]
+    ) -> tuple[SGHMCState, SGMCMCInfo]:
+        eps = schedule(state.step)
+        spread = (friction * eps * temperature) ** 0.5
+        momentum = {
+            k: decay * v + 0.5 * eps * grad[k] + spread * noise[k]
+            for k, v in state.momentum.items()
+        }
+        position = {k: z + momentum[k] for k, z in state.position.items()}
+        return SGHMCState(position, momentum, state.step + 1), SGMCMCInfo(eps, log_density)
+
+    return init, step
+
+
+def build(
+    options: SGHMCOptions,
+) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
+    """:func:`sghmc` configured by ``options``."""
+    return sghmc(step_size_schedule(options), options.temperature, options.friction)
+
+
+register("sghmc", SGHMCOptions, runners("sghmc", build))
