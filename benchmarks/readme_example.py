@@ -21,6 +21,7 @@ METHODS = {
     "laplace": {"num_steps": 3000, "num_draws": 500},
     "ensemble": {"num_steps": 3000, "num_members": 5},
     "sgld": {"num_burnin": 2000, "num_samples": 500, "thinning": 20, "step_size": 1e-4},
+    "sghmc": {"num_burnin": 2000, "num_samples": 500, "thinning": 20, "step_size": 1e-4},
     "nuts": {"num_warmup": 200, "num_samples": 200, "max_tree_depth": 8},
     "hmc": {"num_warmup": 200, "num_samples": 200, "num_steps": 32},
 }
