@@ -246,7 +246,19 @@ def _pyro_kernel(potential_fn: Callable, options: MCMCOptions) -> Any:
     }
     if isinstance(options, NUTSOptions):
         return NUTS(max_tree_depth=options.max_tree_depth, **common)
-    return HMC(**_hmc_length(options), **common)
+    if options.num_steps is None:
+        return HMC(trajectory_length=options.trajectory_length, **common)
+
+    class FixedStepsHMC(HMC):
+        """Pyro's HMC turns ``num_steps`` into a trajectory length and recomputes the number of
+        steps as the step size adapts; this keeps ``num_steps`` leapfrog steps per draw, as
+        NumPyro's HMC does, so the option means the same on both backends."""
+
+        @property
+        def num_steps(self) -> int:
+            return options.num_steps
+
+    return FixedStepsHMC(num_steps=options.num_steps, **common)
 
 
 def _run_pyro_chain(

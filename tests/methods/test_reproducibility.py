@@ -37,3 +37,11 @@ def test_same_seed_same_draws_different_seed_different_draws(model, method, back
         np.testing.assert_array_equal(first.draws[name], again.draws[name], err_msg=name)
         assert not np.array_equal(first.draws[name], other.draws[name]), name
     assert (first.seed, other.seed) == (3, 4)
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_hmc_num_steps_is_fixed_on_both_backends(model, backend):
+    """A fixed ``num_steps`` stays fixed while the step size adapts (Pyro would otherwise keep
+    the trajectory length and grow the number of steps)."""
+    result = fit(model, "hmc", backend=backend, num_warmup=30, num_samples=10, num_steps=6)
+    assert np.all(result.sample_stats["n_steps"] == 6)
