@@ -1,0 +1,31 @@
+"""Data sets for the BNN comparison: synthetic, scikit-learn bundled, UCI splits, MNIST.
+
+>>> from ppl_bnn.data import load_dataset
+>>> ds = load_dataset("gap", split=0)
+>>> ds.n_train, ds.input_dim, ds.x_grid.shape
+(100, 1, (300, 1))
+
+Built-in sets (``sine``, ``gap``, ``diabetes``, ``digits``) need no files. The UCI sets, MNIST
+and Fashion-MNIST are read from a data directory: the ``data_dir`` argument, else the environment
+variable ``PPL_BNN_DATA``, else ``~/.cache/ppl_bnn/data`` (see :func:`resolve_data_dir`). Files
+are checked against the SHA-256 manifest ``sha256sums.txt`` shipped with this package;
+:func:`fetch` downloads a group of them from a mirror.
+"""
+
+from ppl_bnn.data.catalog import dataset_names, load_dataset, num_splits
+from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.data.download import fetch
+from ppl_bnn.data.errors import DatasetCorruptError, DatasetFetchError, DatasetNotFoundError
+from ppl_bnn.data.paths import resolve_data_dir
+
+__all__ = [
+    "Dataset",
+    "DatasetCorruptError",
+    "DatasetFetchError",
+    "DatasetNotFoundError",
+    "dataset_names",
+    "fetch",
+    "load_dataset",
+    "num_splits",
+    "resolve_data_dir",
+]
