@@ -1,4 +1,5 @@
-"""Sessions: ``tests`` (what CI runs), ``lint``.
+"""Sessions: ``tests`` (what CI runs), ``bench`` (the benchmark suite and its report), ``report``
+(re-render a report from stored results), ``lint``.
 
 pip (not uv) installs the stack: torch's CPU wheel is pinned in ``pyproject.toml`` and comes from
 pip's configured find-links on these machines.
@@ -22,8 +23,28 @@ DATA_DIR_DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 def tests(session: nox.Session) -> None:
     """Run the test suite (pass pytest arguments after ``--``)."""
     session.install("-e", ".[test]")
-    env = {"PPL_BNN_DATA": os.environ.get("PPL_BNN_DATA", DATA_DIR_DEFAULT)}
-    session.run("pytest", *(session.posargs or ["-q"]), env=env)
+    session.run("pytest", *(session.posargs or ["-q"]), env=_data_env())
+
+
+def _data_env() -> dict[str, str]:
+    return {"PPL_BNN_DATA": os.environ.get("PPL_BNN_DATA", DATA_DIR_DEFAULT)}
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Run a benchmark suite and write its report into ``reports/<suite>/`` (default: the
+    offline ``default`` suite); arguments after ``--`` go to ``ppl-bnn bench``, e.g.
+    ``nox -s bench -- --suite uci --data-dir ../shared/data --splits 2``."""
+    session.install("-e", ".")
+    session.run("ppl-bnn", "bench", *session.posargs, env=_data_env())
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Re-render a suite's report from stored results, without refitting
+    (``nox -s report -- --suite uci``)."""
+    session.install("-e", ".")
+    session.run("ppl-bnn", "report", *session.posargs)
 
 
 @nox.session(python=PYTHON)

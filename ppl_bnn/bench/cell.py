@@ -1,0 +1,63 @@
+"""A benchmark cell: one (dataset, split, method, backend, seed) with everything that fixes it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ppl_bnn.bench.record import SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fit to run and evaluate.
+
+    Attributes:
+        suite: Name of the suite the cell belongs to.
+        dataset: Dataset name (see :func:`ppl_bnn.data.dataset_names`).
+        split: Train/test split index.
+        method, backend, seed: What :func:`ppl_bnn.fit` is called with.
+        model: Keyword arguments of :class:`ppl_bnn.BNN` other than the data and likelihood.
+        options: Method options passed to ``fit``.
+        data: Data limits passed to the loader (``max_train``, ``max_test``).
+        timeout_s: Wall-clock limit of the cell's process.
+        budget_note: Why this cell's budget differs from the suite's default, or None.
+    """
+
+    suite: str
+    dataset: str
+    split: int
+    method: str
+    backend: str
+    seed: int
+    model: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 600.0
+    budget_note: str | None = None
+
+    @property
+    def cell_id(self) -> str:
+        """Directory-safe identifier, unique within a suite."""
+        return f"{self.dataset}-split{self.split}-{self.method}-{self.backend}-seed{self.seed}"
+
+    def config(self) -> dict[str, Any]:
+        """Everything that determines the cell's result (the timeout and note do not)."""
+        out = asdict(self)
+        for key in ("suite", "timeout_s", "budget_note"):
+            out.pop(key)
+        return out
+
+    def config_hash(self) -> str:
+        """SHA-256 of the canonical JSON of :meth:`config` and the record schema version."""
+        payload = json.dumps({"schema": SCHEMA_VERSION, **self.config()}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        return cls(**data)

@@ -1,0 +1,209 @@
+"""Turn one fit into the benchmark's metrics, curves and stored predictions.
+
+Predictions are computed at the dataset's test inputs (and its plotting grid and
+out-of-distribution inputs, where it has them), converted to original units, and scored with
+:mod:`ppl_bnn.metrics`. Samplers also get convergence diagnostics on predictions (weights are
+non-identifiable, so their R-hat says little) and costs per gradient and per effective sample.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ppl_bnn import metrics
+from ppl_bnn.data import Dataset
+from ppl_bnn.predictive import Prediction
+from ppl_bnn.results import FitResult, predictive_at
+from ppl_bnn.timing import now
+
+logger = logging.getLogger(__name__)
+
+#: Methods whose draws come from Markov chains (diagnostics and ESS apply).
+SAMPLERS = ("nuts", "hmc", "sgld", "sghmc")
+#: Draws kept in ``predictions.nc`` for comparisons with a reference posterior.
+STORED_DRAWS = 200
+#: Fractions of weights removed, smallest signal-to-noise first, for the pruning curve.
+PRUNE_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98)
+
+
+@dataclass
+class Evaluation:
+    """Metrics (flat floats), curves (lists for figures), stored predictions and their timings."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    predictions: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _thin(num: int, keep: int) -> np.ndarray:
+    return np.unique(np.linspace(0, num - 1, min(num, keep)).round().astype(int))
+
+
+def _original_units(pred: Prediction, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Per-draw means f (S, N) and noise std (S,) in the target's original units."""
+    f = pred.f[..., 0].astype(np.float64) * data.y_std + data.y_mean
+    return f, np.asarray(pred.noise_std, dtype=np.float64) * data.y_std
+
+
+def _regression(result: FitResult, data: Dataset, out: Evaluation) -> np.ndarray:
+    pred = result.predict(data.x_test)
+    f, sigma = _original_units(pred, data)
+    y = data.y_test * data.y_std + data.y_mean
+    out.metrics.update(metrics.regression_metrics(f, sigma, y))
+    out.curves["coverage"] = metrics.calibration_curve(f, sigma, y)
+    keep = _thin(f.shape[0], STORED_DRAWS)
+    total_std = np.sqrt(f.var(axis=0) + np.mean(sigma**2))
+    out.predictions.update(
+        {
+            "test_y": (("test",), y),
+            "test_mean": (("test",), f.mean(axis=0)),
+            "test_std": (("test",), total_std),
+            "test_epistemic_std": (("test",), f.std(axis=0)),
+            "test_f": (("draw", "test"), f[keep].astype(np.float32)),
+            "test_sigma": (("draw",), sigma[keep]),
+        }
+    )
+    if data.x_grid is not None:
+        gf, gsigma = _original_units(result.predict(data.x_grid), data)
+        x_scale = data.x_std[0]
+        out.predictions.update(
+            {
+                "grid_x": (("grid",), data.x_grid[:, 0] * x_scale + data.x_mean[0]),
+                "grid_mean": (("grid",), gf.mean(axis=0)),
+                "grid_std": (("grid",), np.sqrt(gf.var(axis=0) + np.mean(gsigma**2))),
+                "grid_epistemic_std": (("grid",), gf.std(axis=0)),
+                "train_x": (("train",), data.x_train[:, 0] * x_scale + data.x_mean[0]),
+                "train_y": (("train",), data.y_train * data.y_std + data.y_mean),
+            }
+        )
+    return f
+
+
+def _classification(result: FitResult, data: Dataset, out: Evaluation) -> np.ndarray:
+    probs = result.predict(data.x_test).draws
+    ood = None if data.x_ood is None else result.predict(data.x_ood).draws
+    out.metrics.update(metrics.classification_metrics(probs, data.y_test, ood_probs_draws=ood))
+    mean_probs = probs.mean(axis=0)
+    out.curves["reliability"] = metrics.reliability_diagram(mean_probs, data.y_test)
+    out.curves["refuse"] = metrics.refuse_curve(mean_probs, data.y_test)
+    out.predictions.update(
+        {
+            "test_y": (("test",), data.y_test),
+            "test_mean_probs": (("test", "class"), mean_probs),
+            "test_entropy": (("test",), metrics.predictive_entropy(mean_probs)),
+        }
+    )
+    if ood is not None:
+        out.predictions["ood_entropy"] = (("ood",), metrics.predictive_entropy(ood.mean(axis=0)))
+    # A scalar per draw and point for chain diagnostics: the probability of the predicted class.
+    predicted = mean_probs.argmax(axis=-1)
+    return np.take_along_axis(probs, predicted[None, :, None], axis=-1)[..., 0]
+
+
+def _sampler(result: FitResult, per_draw: np.ndarray, out: Evaluation) -> None:
+    chains = per_draw.reshape(result.num_chains, result.num_draws, -1)
+    if result.num_draws >= 4:
+        out.metrics.update(metrics.prediction_diagnostics(chains))
+    stats = metrics.sampler_diagnostics(
+        result.sample_stats, max_tree_depth=result.options.get("max_tree_depth")
+    )
+    out.metrics.update(stats)
+    seconds = result.timings.get("warmup", 0.0) + result.timings.get("sampling", 0.0)
+    cost = metrics.cost_metrics(
+        seconds=seconds,
+        ess=out.metrics.get("ess_bulk_median"),
+        num_grads=stats.get("num_grads"),
+    )
+    if "num_grads" in stats and stats["num_grads"] > 0:
+        # Gradient counts come from the sampling phase only, so time that phase alone.
+        cost["s_per_grad"] = result.timings["sampling"] / stats["num_grads"]
+    out.metrics.update(cost)
+
+
+def _optimisation_steps(result: FitResult) -> int | None:
+    """Optimiser or SG-MCMC steps taken, where the method has a fixed step count."""
+    opts = result.options
+    if result.method in ("sgld", "sghmc"):
+        return opts["num_burnin"] + opts["num_samples"] * opts["thinning"]
+    if "num_steps" in opts and result.method not in ("nuts", "hmc"):
+        return opts["num_steps"] * opts.get("num_members", 1)
+    return None
+
+
+def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
+    """Test quality after zeroing the weights with the smallest |mu| / sigma (Blundell et al.
+    2015, Table 2), using the guide's own draws with those weights set to 0."""
+    if result.variational is None:
+        return
+    sites = {s.name: s.shape for s in result.spec.sites() if s.name != "precision"}
+    snr = {
+        name: np.abs(result.variational["loc"][name]).reshape(shape)
+        / np.asarray(result.variational["scale"][name]).reshape(shape)
+        for name, shape in sites.items()
+    }
+    all_snr = np.concatenate([v.ravel() for v in snr.values()])
+    keep = _thin(result.num_draws, STORED_DRAWS)
+    base = {k: v[:, keep] for k, v in result.draws.items()}
+    curve: dict[str, list[float]] = {"fraction": [], "test_ll": []}
+    quality = "rmse" if data.task == "regression" else "accuracy"
+    curve[quality] = []
+    for fraction in PRUNE_FRACTIONS:
+        threshold = np.quantile(all_snr, fraction) if fraction > 0 else -np.inf
+        draws = {
+            k: (np.where(snr[k] > threshold, v, 0.0).astype(v.dtype) if k in snr else v)
+            for k, v in base.items()
+        }
+        pred = predictive_at(result.backend, result.spec, draws, data.x_test)
+        if data.task == "regression":
+            f, sigma = _original_units(pred, data)
+            y = data.y_test * data.y_std + data.y_mean
+            ll, _ = metrics.test_log_likelihood(f, sigma, y)
+            score = metrics.rmse(f.mean(axis=0), y)
+        else:
+            ll = -metrics.nll(pred.draws, data.y_test)
+            score = metrics.accuracy(pred.draws.mean(axis=0), data.y_test)
+        curve["fraction"].append(fraction)
+        curve["test_ll"].append(float(ll))
+        curve[quality].append(float(score))
+    out.curves["pruning"] = curve
+
+
+def evaluate(result: FitResult, data: Dataset) -> Evaluation:
+    """Metrics, curves and predictions of ``result`` on ``data``'s test set (original units)."""
+    out = Evaluation()
+    start = now()
+    if data.task == "regression":
+        per_draw = _regression(result, data, out)
+    else:
+        per_draw = _classification(result, data, out)
+    predicted = now()
+    if result.method in SAMPLERS:
+        _sampler(result, per_draw, out)
+    steps = _optimisation_steps(result)
+    if steps:
+        seconds = result.timings.get("warmup", 0.0) + result.timings.get("sampling", 0.0)
+        out.metrics["s_per_step"] = seconds / steps
+    if result.method == "svi":
+        _pruning(result, data, out)
+    if result.losses is not None:
+        losses = np.asarray(result.losses, dtype=np.float64)
+        dims = ("step",) if losses.ndim == 1 else ("member", "step")
+        out.predictions["loss"] = (dims, losses)
+    out.timings = {"predict": predicted - start, "metrics": now() - predicted}
+    logger.debug("evaluated %s/%s in %.2fs", result.method, result.backend, now() - start)
+    return out
+
+
+def predictions_dataset(evaluation: Evaluation, attrs: dict[str, Any]) -> Any:
+    """The stored predictions as an ``xarray.Dataset`` (written to ``predictions.nc``)."""
+    import xarray as xr
+
+    return xr.Dataset(
+        {name: (dims, np.asarray(v)) for name, (dims, v) in evaluation.predictions.items()},
+        attrs=attrs,
+    )

@@ -1,0 +1,116 @@
+"""Run one cell in a child process with a timeout, staging its files until they are complete.
+
+The child writes into a staging directory beside the cell's final directory; only when it has
+finished (or has been recorded as timed out or crashed) does the staging directory replace the
+final one. An earlier result is therefore never half-overwritten, and killing a sweep loses
+nothing already written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.record import read_record, write_record
+from ppl_bnn.bench.worker import base_record, thread_environment, timestamp
+from ppl_bnn.runtime import cpu_count
+
+logger = logging.getLogger(__name__)
+_STDERR_TAIL = 4000
+
+
+def dask_threads() -> int | None:
+    """Cores per task on the Dask worker running this code, or None outside Dask."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    return max(1, cpu_count() // max(1, worker.state.nthreads))
+
+
+def _install(staging: Path, final: Path) -> None:
+    """Move ``staging`` to ``final``, replacing what was there."""
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+    os.replace(staging, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def run_cell_process(
+    cell_dict: dict[str, Any],
+    cells_dir: str,
+    *,
+    data_dir: str | None = None,
+    threads: int | None = None,
+    jax_cache: str | None = None,
+) -> dict[str, Any]:
+    """Run a cell in a fresh Python process, enforce its timeout and return its record.
+
+    Plain arguments only, so the function can be shipped to a Dask worker.
+    """
+    cell = Cell.from_dict(cell_dict)
+    threads = threads or dask_threads() or 1
+    final = Path(cells_dir) / cell.cell_id
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{cell.cell_id}."))
+    command = [sys.executable, "-m", "ppl_bnn.bench.worker", json.dumps(cell.to_dict())]
+    command += [str(staging), "--threads", str(threads), "--parent-pid", str(os.getpid())]
+    if data_dir:
+        command += ["--data-dir", str(data_dir)]
+    if jax_cache:
+        command += ["--jax-cache", str(jax_cache)]
+    started = timestamp()
+    env = {**os.environ, **thread_environment(threads)}
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # the timeout kills the worker and anything it started
+    )
+    try:
+        _, stderr = proc.communicate(timeout=cell.timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+        timed_out = True
+    record = read_record(staging)
+    if record is None:
+        record = base_record(cell)
+        record["started_at"] = started
+        record["finished_at"] = timestamp()
+        record["threads"] = threads
+        if timed_out:
+            record["status"] = "timeout"
+            record["error"] = {
+                "type": "Timeout",
+                "message": f"the cell exceeded its {cell.timeout_s:g} s limit and was killed",
+                "traceback": (stderr or "")[-_STDERR_TAIL:],
+            }
+        else:
+            record["error"] = {
+                "type": "WorkerCrashed",
+                "message": f"the worker process exited with status {proc.returncode} "
+                "without writing a record",
+                "traceback": (stderr or "")[-_STDERR_TAIL:],
+            }
+        write_record(staging, record)
+    _install(staging, final)
+    logger.info("%s: %s", cell.cell_id, record["status"])
+    return record

@@ -1,0 +1,287 @@
+"""Benchmark suites: TOML files that expand into cells.
+
+A suite names datasets (with splits and optional size limits), one model architecture (with
+per-dataset overrides), methods with options, backends, seeds and a per-cell timeout::
+
+    name = "default"
+    seeds = [0]
+    backends = ["numpyro", "pyro"]
+    timeout_s = 600
+    reference = "nuts.numpyro"          # optional: the posterior others are compared with
+
+    [model]                              # ppl_bnn.BNN keyword arguments; the likelihood
+    hidden = [50]                        # follows the dataset's task; noise (regression
+                                         # only) defaults to "learned"
+    activation = "tanh"
+
+    [[datasets]]
+    name = "sine"
+    splits = [0]                         # or "all"
+    model = { hidden = [20, 20] }        # overrides [model]
+    exclude = ["laplace"]                # "method" or "method.backend"
+    options = { "sgld" = { step_size = 1e-4 } }   # keys "method" or "method.backend"
+
+    [methods.nuts]
+    num_warmup = 500
+    [methods.nuts.pyro]                  # backend-specific overrides ...
+    num_warmup = 100
+    budget_note = "..."                  # ... stated in the report
+
+Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ppl_bnn.backends import BACKENDS
+from ppl_bnn.bench.cell import Cell
+
+SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+_SUITE_KEYS = {
+    "name", "description", "seeds", "backends", "timeout_s", "reference", "model", "datasets",
+    "methods",
+}  # fmt: skip
+_DATASET_KEYS = {"name", "splits", "max_train", "max_test", "model", "exclude", "options"}
+_MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise"}
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be used; the message names the file and the problem."""
+
+
+def _check_keys(where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise SuiteError(f"{where}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """One dataset of a suite and its overrides."""
+
+    name: str
+    splits: tuple[int, ...] | str = (0,)
+    max_train: int | None = None
+    max_test: int | None = None
+    model: dict[str, Any] = field(default_factory=dict)
+    exclude: tuple[str, ...] = ()
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A parsed, validated suite."""
+
+    name: str
+    description: str
+    seeds: tuple[int, ...]
+    backends: tuple[str, ...]
+    timeout_s: float
+    model: dict[str, Any]
+    datasets: tuple[DatasetEntry, ...]
+    methods: dict[str, dict[str, Any]]
+    reference: tuple[str, str] | None = None
+
+    def cells(
+        self,
+        *,
+        max_splits: int | None = None,
+        data_dir: str | Path | None = None,
+        only: Mapping[str, set[str]] | None = None,
+    ) -> list[Cell]:
+        """Expand into cells, in a stable order.
+
+        Args:
+            max_splits: Run only the first ``max_splits`` splits of each dataset.
+            data_dir: Where split counts of ``splits = "all"`` datasets are read from.
+            only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets.
+        """
+        from ppl_bnn.data import num_splits
+
+        if max_splits is not None and max_splits < 1:
+            raise SuiteError(f"max_splits must be >= 1, got {max_splits}")
+        out = []
+        for entry in self.datasets:
+            if entry.splits == "all":
+                splits: tuple[int, ...] = tuple(range(num_splits(entry.name, data_dir)))
+            else:
+                splits = tuple(entry.splits)
+            if max_splits is not None:
+                splits = splits[:max_splits]
+            for split in splits:
+                for method in self.methods:
+                    for backend in self.backends:
+                        cell = self._cell(entry, split, method, backend)
+                        if cell is not None:
+                            out.extend(cell)
+        if only:
+            out = [c for c in out if all(getattr(c, k) in v for k, v in only.items() if v)]
+        return out
+
+    def _cell(
+        self, entry: DatasetEntry, split: int, method: str, backend: str
+    ) -> list[Cell] | None:
+        if method in entry.exclude or f"{method}.{backend}" in entry.exclude:
+            return None
+        options: dict[str, Any] = {}
+        for layer in (
+            self.methods[method],
+            self.methods[method].get(backend, {}),
+            entry.options.get(method, {}),
+            entry.options.get(f"{method}.{backend}", {}),
+        ):
+            options.update({k: v for k, v in layer.items() if not isinstance(v, dict)})
+        note = options.pop("budget_note", None)
+        data = {k: v for k, v in (("max_train", entry.max_train), ("max_test", entry.max_test))}
+        return [
+            Cell(
+                suite=self.name,
+                dataset=entry.name,
+                split=split,
+                method=method,
+                backend=backend,
+                seed=seed,
+                model={**self.model, **entry.model},
+                options=options,
+                data={k: v for k, v in data.items() if v is not None},
+                timeout_s=self.timeout_s,
+                budget_note=note,
+            )
+            for seed in self.seeds
+        ]
+
+
+def suite_path(name_or_path: str | Path) -> Path:
+    """A suite file: a path, or the name of a suite in ``benchmarks/`` (``default`` etc.)."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml":
+        if not path.is_file():
+            raise SuiteError(f"suite file {path} does not exist")
+        return path
+    candidate = SUITES_DIR / f"{name_or_path}.toml"
+    if not candidate.is_file():
+        known = sorted(p.stem for p in SUITES_DIR.glob("*.toml"))
+        raise SuiteError(f"unknown suite {str(name_or_path)!r}; known: {', '.join(known)}")
+    return candidate
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """Read and validate a suite (by name from ``benchmarks/`` or by path)."""
+    path = suite_path(name_or_path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise SuiteError(f"{path}: not valid TOML: {err}") from err
+    return parse_suite(raw, where=str(path))
+
+
+def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
+    """Validate a suite given as a mapping (the parsed TOML)."""
+    from ppl_bnn.data import dataset_names
+    from ppl_bnn.registry import available, get_method, make_options
+
+    _check_keys(where, raw, _SUITE_KEYS)
+    for key in ("name", "datasets", "methods"):
+        if key not in raw:
+            raise SuiteError(f"{where}: missing required key {key!r}")
+    backends = tuple(raw.get("backends", BACKENDS))
+    for backend in backends:
+        if backend not in BACKENDS:
+            raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(BACKENDS)}")
+    seeds = tuple(raw.get("seeds", (0,)))
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise SuiteError(f"{where}: seeds must be a non-empty list of non-negative ints")
+    timeout = raw.get("timeout_s", 600)
+    if not isinstance(timeout, int | float) or timeout <= 0:
+        raise SuiteError(f"{where}: timeout_s must be a positive number, got {timeout!r}")
+    model = dict(raw.get("model", {}))
+    _check_keys(f"{where} [model]", model, _MODEL_KEYS)
+
+    known_methods = available()
+    methods: dict[str, dict[str, Any]] = {}
+    for method, table in raw["methods"].items():
+        if method not in known_methods:
+            raise SuiteError(
+                f"{where}: unknown method {method!r}; available: {sorted(known_methods)}"
+            )
+        methods[method] = dict(table)
+        for key, value in table.items():
+            if isinstance(value, dict) and key not in BACKENDS:
+                raise SuiteError(
+                    f"{where} [methods.{method}]: sub-table {key!r} is not a backend "
+                    f"({list(BACKENDS)})"
+                )
+
+    known_data = set(dataset_names())
+    datasets = []
+    for i, table in enumerate(raw["datasets"]):
+        loc = f"{where} [[datasets]] #{i + 1}"
+        _check_keys(loc, table, _DATASET_KEYS)
+        if "name" not in table:
+            raise SuiteError(f"{loc}: missing 'name'")
+        if table["name"] not in known_data:
+            raise SuiteError(
+                f"{loc}: unknown dataset {table['name']!r}; known: {sorted(known_data)}"
+            )
+        _check_keys(f"{loc} model", table.get("model", {}), _MODEL_KEYS)
+        splits = table.get("splits", [0])
+        if splits != "all" and (
+            not isinstance(splits, list)
+            or not splits
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in splits)
+        ):
+            raise SuiteError(f'{loc}: splits must be "all" or a list of non-negative ints')
+        for key in [*table.get("exclude", ()), *table.get("options", {})]:
+            if key.split(".")[0] not in methods:
+                raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
+        datasets.append(
+            DatasetEntry(
+                name=table["name"],
+                splits="all" if splits == "all" else tuple(splits),
+                max_train=table.get("max_train"),
+                max_test=table.get("max_test"),
+                model=dict(table.get("model", {})),
+                exclude=tuple(table.get("exclude", ())),
+                options={k: dict(v) for k, v in table.get("options", {}).items()},
+            )
+        )
+
+    reference = None
+    if raw.get("reference") is not None:
+        parts = str(raw["reference"]).split(".")
+        if len(parts) != 2 or parts[0] not in methods or parts[1] not in backends:
+            raise SuiteError(
+                f"{where}: reference must be 'method.backend' of this suite, "
+                f"got {raw['reference']!r}"
+            )
+        reference = (parts[0], parts[1])
+
+    suite = Suite(
+        name=str(raw["name"]),
+        description=str(raw.get("description", "")),
+        seeds=seeds,
+        backends=backends,
+        timeout_s=float(timeout),
+        model=model,
+        datasets=tuple(datasets),
+        methods=methods,
+        reference=reference,
+    )
+    # Fail now, not in a worker: every option name and value must be accepted by its method.
+    for entry in suite.datasets:
+        for method in suite.methods:
+            for backend in suite.backends:
+                for cell in suite._cell(entry, 0, method, backend) or []:
+                    try:
+                        make_options(get_method(cell.method, cell.backend), cell.options)
+                    except (TypeError, ValueError) as err:
+                        raise SuiteError(
+                            f"{where}: {cell.dataset} {cell.method} on {cell.backend}: {err}"
+                        ) from err
+                    break
+    return suite

@@ -1,0 +1,174 @@
+"""Run one cell in this process: ``python -m ppl_bnn.bench.worker CELL_JSON OUT_DIR``.
+
+The runner starts one such process per cell, so a crash, a hang (killed at the timeout) or a
+thread-pool setting never reaches another cell. The process sets its thread budget before JAX or
+torch start, fits, evaluates and writes ``inference_data.nc``, ``predictions.nc`` and, last,
+``record.json`` into ``OUT_DIR``. A fit that raises still gets a record (``failed`` with the
+traceback, or ``diverged``); the exit status is 0 whenever a record was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_atomic, write_record
+
+logger = logging.getLogger(__name__)
+
+
+def timestamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def base_record(cell: Cell) -> dict[str, Any]:
+    """The part of a record known before the cell runs."""
+    from ppl_bnn.bench.environment import machine_info
+
+    return {
+        "cell_id": cell.cell_id,
+        "suite": cell.suite,
+        "config": cell.config(),
+        "config_hash": cell.config_hash(),
+        "budget_note": cell.budget_note,
+        "timeout_s": cell.timeout_s,
+        "status": "failed",
+        "error": None,
+        "metrics": {},
+        "curves": {},
+        "timings": {},
+        "info": {},
+        "versions": {},
+        "machine": machine_info(),
+        "started_at": timestamp(),
+        "finished_at": None,
+        "files": {},
+    }
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """Environment variables that cap XLA's and the BLAS libraries' threads at ``threads``."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if threads == 1:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    env = {"XLA_FLAGS": flags.strip()}
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads)
+    return env
+
+
+def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:
+    """:class:`ppl_bnn.BNN` keywords for ``data``: the likelihood follows the task; ``noise``
+    applies to regression only and defaults to ``"learned"``."""
+    kwargs = {k: v for k, v in model.items() if k != "noise"}
+    if data.task == "regression":
+        return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}
+    return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}
+
+
+def _is_diverged(info: dict[str, Any]) -> bool:
+    at = info.get("diverged_at_step")
+    return bool(info.get("diverged") or isinstance(at, int) or info.get("members_diverged"))
+
+
+def run(cell: Cell, out_dir: Path, *, data_dir: str | None, threads: int) -> dict[str, Any]:
+    """Fit and evaluate ``cell``; write its files and record into ``out_dir``."""
+    from ppl_bnn import BNN, configure_runtime, fit
+    from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
+    from ppl_bnn.data import load_dataset
+    from ppl_bnn.methods.common import DivergedError
+    from ppl_bnn.timing import now
+
+    record = base_record(cell)
+    record["threads"] = threads
+    start = now()
+    try:
+        configure_runtime(
+            host_devices=max(1, int(cell.options.get("num_chains", 1))), torch_threads=threads
+        )
+        data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
+        model = BNN(data.x_train, data.y_train, **model_arguments(cell.model, data))
+        result = fit(model, cell.method, backend=cell.backend, seed=cell.seed, **cell.options)
+        evaluation = evaluate(result, data)
+        attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
+        idata = result.to_arviz()
+        write_atomic(out_dir / IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
+        preds = predictions_dataset(evaluation, {**attrs, **result.attrs()})
+        write_atomic(
+            out_dir / PREDICTIONS_FILE, lambda tmp: preds.to_netcdf(tmp, engine="h5netcdf")
+        )
+        record.update(
+            status="diverged" if _is_diverged(result.info) else "ok",
+            metrics=evaluation.metrics,
+            curves=evaluation.curves,
+            timings={**result.timings, **evaluation.timings},
+            info=result.info,
+            versions=result.versions,
+            files={"inference_data": IDATA_FILE, "predictions": PREDICTIONS_FILE},
+            n_train=data.n_train,
+            n_test=data.n_test,
+        )
+    except DivergedError as err:
+        record.update(status="diverged", error=_error(err))
+    except Exception as err:  # every failure is recorded, never raised
+        logger.exception("cell %s failed", cell.cell_id)
+        record.update(status="failed", error=_error(err))
+    record["timings"]["cell_wall"] = now() - start
+    record["finished_at"] = timestamp()
+    write_record(out_dir, record)
+    return record
+
+
+def _error(err: BaseException) -> dict[str, str]:
+    return {"type": type(err).__name__, "message": str(err), "traceback": traceback.format_exc()}
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker (and its process group) if the runner that started it is gone, so that
+    killing a sweep leaves no fits running."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cell", help="the cell as JSON")
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--jax-cache", default=None, help="JAX persistent compilation cache dir")
+    parser.add_argument("--parent-pid", type=int, default=None, help="exit when it exits")
+    args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        _exit_with_parent(args.parent_pid)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    cell = Cell.from_dict(json.loads(args.cell))
+    if args.jax_cache:
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", args.jax_cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    run(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Evaluation of one fit: metrics in original units, curves, stored predictions, costs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppl_bnn import BNN, fit
+from ppl_bnn.bench.evaluate import PRUNE_FRACTIONS, evaluate, predictions_dataset
+from ppl_bnn.data import load_dataset
+
+
+@pytest.fixture(scope="module")
+def sine():
+    return load_dataset("sine", split=0)
+
+
+@pytest.fixture(scope="module")
+def svi_fit(sine):
+    model = BNN(sine.x_train, sine.y_train, hidden=(4,), noise="learned")
+    return fit(model, "svi", num_steps=300, num_draws=60, seed=1)
+
+
+def test_regression_metrics_are_in_original_units(sine, svi_fit) -> None:
+    out = evaluate(svi_fit, sine)
+    pred = svi_fit.predict(sine.x_test)
+    y = sine.y_test * sine.y_std + sine.y_mean
+    # A change of units y -> a + b y shifts every log density by -log b.
+    expected_ll = pred.log_likelihood(sine.y_test) - np.log(sine.y_std)
+    assert out.metrics["test_ll"] == pytest.approx(expected_ll, rel=1e-9)
+    expected_rmse = np.sqrt(np.mean((pred.mean * sine.y_std + sine.y_mean - y) ** 2))
+    assert out.metrics["rmse"] == pytest.approx(expected_rmse, rel=1e-6)  # float32 draws
+    assert out.metrics["n_nonfinite_ll"] == 0
+    assert out.metrics["s_per_step"] == pytest.approx(
+        (svi_fit.timings["warmup"] + svi_fit.timings["sampling"]) / 300
+    )
+    stored = out.predictions
+    np.testing.assert_allclose(stored["test_y"][1], y)
+    np.testing.assert_allclose(stored["test_mean"][1], pred.mean * sine.y_std + sine.y_mean)
+    assert stored["test_f"][1].shape == (60, sine.n_test)  # fewer than 200 draws: all kept
+    assert stored["grid_x"][1].min() == pytest.approx(-1.5, abs=1e-6)
+    np.testing.assert_allclose(stored["train_y"][1], sine.y_to_original(sine.y_train))
+    assert stored["loss"][1].shape == (300,)
+    coverage = out.curves["coverage"]
+    assert len(coverage["nominal"]) == len(coverage["empirical"])
+    pruning = out.curves["pruning"]
+    assert pruning["fraction"] == list(PRUNE_FRACTIONS)
+    assert pruning["test_ll"][0] == pytest.approx(out.metrics["test_ll"], rel=1e-6)
+    assert pruning["rmse"][0] == pytest.approx(out.metrics["rmse"], rel=1e-6)
+    assert "rhat_max" not in out.metrics  # not a sampler
+    dataset = predictions_dataset(out, {"cell_id": "x"})
+    assert dataset.attrs["cell_id"] == "x" and dataset["test_f"].dims == ("draw", "test")
+
+
+def test_classification_metrics_and_ood() -> None:
+    digits = load_dataset("digits", split=0, max_train=300, max_test=100)
+    model = BNN(
+        digits.x_train, digits.y_train, hidden=(8,), likelihood="categorical", num_classes=10
+    )
+    result = fit(model, "map", num_steps=300)
+    out = evaluate(result, digits)
+    probs = result.predict(digits.x_test).probs
+    assert out.metrics["accuracy"] == pytest.approx(np.mean(probs.argmax(-1) == digits.y_test))
+    assert 0.0 <= out.metrics["ood_auroc"] <= 1.0
+    assert sum(out.curves["reliability"]["count"]) == digits.n_test
+    assert out.predictions["test_mean_probs"][1].shape == (digits.n_test, 10)
+    assert out.predictions["ood_entropy"][1].shape == (digits.x_ood.shape[0],)
+    assert "pruning" not in out.curves  # MAP has no guide scales
+
+
+def test_sampler_costs_and_diagnostics(sine) -> None:
+    model = BNN(sine.x_train, sine.y_train, hidden=(3,), noise="learned")
+    result = fit(model, "nuts", num_warmup=40, num_samples=40, num_chains=2, max_tree_depth=4)
+    out = evaluate(result, sine)
+    grads = int(result.sample_stats["n_steps"].sum())
+    assert out.metrics["num_grads"] == grads
+    assert out.metrics["s_per_grad"] == pytest.approx(result.timings["sampling"] / grads)
+    assert out.metrics["rhat_max"] >= 1.0 > 0 < out.metrics["ess_bulk_min"]
+    assert 0.0 <= out.metrics["max_tree_depth_share"] <= 1.0
+    assert "ess_per_s" in out.metrics

@@ -1,0 +1,154 @@
+"""The runner: one process per cell, failure isolation, timeouts, resume, atomic results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.record import read_record, read_records, write_record
+from ppl_bnn.bench.runner import plan, run_suite
+from ppl_bnn.results import _arviz
+from tests.bench.conftest import FAST_SVI, tiny_suite
+
+
+def _cells(results: Path) -> dict[str, dict]:
+    return {r["cell_id"]: r for r in read_records(results)}
+
+
+def test_failing_cell_does_not_stop_the_sweep_and_resume_skips_done_cells(
+    tmp_path: Path, empty_data_dir: Path
+) -> None:
+    suite = tiny_suite(datasets=[{"name": "sine"}, {"name": "bostonHousing"}])
+    results = tmp_path / "results"
+    summary = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir))
+    records = _cells(results)
+    ok, failed = (
+        records["sine-split0-svi-numpyro-seed0"],
+        records["bostonHousing-split0-svi-numpyro-seed0"],
+    )
+    assert ok["status"] == "ok" and failed["status"] == "failed"
+    assert not summary.ok and summary.failed_cells == [failed["cell_id"]]
+    assert failed["error"]["type"] == "DatasetNotFoundError"
+    assert (
+        "Traceback" in failed["error"]["traceback"]
+        and str(empty_data_dir) in failed["error"]["message"]
+    )
+    assert ok["metrics"]["test_ll"] < 0 and ok["timings"]["cell_wall"] > 0
+    assert (
+        ok["config"]["options"] == FAST_SVI
+        and ok["config_hash"] == Cell.from_dict({**suite.cells()[0].to_dict()}).config_hash()
+    )
+    idata = _arviz().from_netcdf(results / "cells" / ok["cell_id"] / "inference_data.nc")
+    assert idata.posterior["w0"].shape[:2] == (1, FAST_SVI["num_draws"])
+    suite_file = json.loads((results / "suite.json").read_text())
+    assert suite_file["wall_s"] > 0 and len(suite_file["cells"]) == 2
+
+    again = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir))
+    assert again.skipped == 2 and not again.ok  # the failed cell is kept, and still reported
+    assert _cells(results) == records
+
+    rerun = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir), rerun_failed=True)
+    assert rerun.skipped == 1
+    after = _cells(results)
+    assert after[ok["cell_id"]] == ok
+    assert after[failed["cell_id"]]["started_at"] >= failed["started_at"]
+    assert not [p for p in (results / "cells").iterdir() if p.name.startswith(".")]
+
+
+def test_plan_reruns_changed_failed_or_forced_cells(tmp_path: Path) -> None:
+    cells = tiny_suite(seeds=[0, 1, 2, 3]).cells()
+    for cell, status in zip(cells, ["ok", "diverged", "failed", "timeout"], strict=True):
+        write_record(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": status,
+                                               "config_hash": cell.config_hash()})  # fmt: skip
+    todo, kept = plan(cells, tmp_path)
+    assert not todo and len(kept) == 4
+    todo, _ = plan(cells, tmp_path, rerun_failed=True)
+    assert [c.seed for c in todo] == [2, 3]
+    todo, _ = plan(cells, tmp_path, force=True)
+    assert len(todo) == 4
+    changed = tiny_suite(seeds=[0], methods={"svi": {**FAST_SVI, "num_steps": 51}}).cells()
+    assert plan(changed, tmp_path)[0] == changed
+
+
+def test_timeout_kills_the_cell_and_records_it(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    summary = run_suite(tiny_suite(timeout_s=0.5), results, jobs=1)
+    (record,) = read_records(results)
+    assert record["status"] == "timeout"
+    assert "exceeded its 0.5 s limit" in record["error"]["message"]
+    assert summary.failed_cells == [record["cell_id"]]
+    assert sorted(p.name for p in (results / "cells" / record["cell_id"]).iterdir()) == [
+        "record.json"
+    ]
+
+
+def test_diverged_cell_is_recorded_as_such(tmp_path: Path) -> None:
+    methods = {"sgld": {"num_burnin": 50, "num_samples": 5, "thinning": 1, "step_size": 1e3}}
+    results = tmp_path / "results"
+    summary = run_suite(tiny_suite(methods=methods), results, jobs=1)
+    (record,) = read_records(results)
+    assert record["status"] == "diverged" and record["error"]["type"] == "DivergedError"
+    assert summary.ok  # divergence is a result of the method, not a failure of the sweep
+
+
+def test_killing_the_sweep_loses_nothing_written(tmp_path: Path) -> None:
+    suite_file = tmp_path / "two.toml"
+    suite_file.write_text(
+        'name = "two"\nseeds = [0, 1]\nbackends = ["numpyro"]\n'
+        '[model]\nhidden = [4]\n[[datasets]]\nname = "sine"\n'
+        "[methods.svi]\nnum_steps = 50\nnum_draws = 20\n"
+    )
+    command = [sys.executable, "-m", "ppl_bnn.cli", "bench", "--suite", str(suite_file),
+               "--reports-dir", str(tmp_path), "--jobs", "1", "--no-report"]  # fmt: skip
+    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL, start_new_session=True)
+    results = tmp_path / "two"
+    deadline = time.monotonic() + 180
+    while not read_records(results) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = read_records(results)
+    assert len(done) == 1
+    for record in done:
+        assert record["status"] == "ok"
+        cell_dir = results / "cells" / record["cell_id"]
+        assert (cell_dir / "inference_data.nc").is_file() and (
+            cell_dir / "predictions.nc"
+        ).is_file()
+    time.sleep(2.5)  # orphaned workers notice their parent is gone within a second
+    assert {r["cell_id"] for r in read_records(results)} == {r["cell_id"] for r in done}
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(done)} skipped as already done" in resumed.stderr
+    final = _cells(results)
+    assert len(final) == 2
+    for record in done:
+        assert final[record["cell_id"]] == record
+    assert read_record(results / "cells" / "missing") is None
+
+
+@pytest.mark.filterwarnings("ignore:.*:DeprecationWarning:distributed")
+def test_dask_executor_on_a_local_cluster(tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        summary = run_suite(tiny_suite(), tmp_path, dask_address=cluster.scheduler_address)
+    (record,) = read_records(tmp_path)
+    assert summary.ok and record["status"] == "ok"
+    assert record["threads"] == os.cpu_count()  # one task per worker: the worker's cores
+
+
+def test_unreachable_dask_scheduler(tmp_path: Path) -> None:
+    with pytest.raises(ConnectionError, match="cannot reach the Dask scheduler"):
+        run_suite(tiny_suite(), tmp_path, dask_address="tcp://127.0.0.1:9")

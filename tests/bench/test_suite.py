@@ -1,0 +1,143 @@
+"""Suite files: parsing, expansion into cells, config hashes, and every bad-input path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.suite import SUITES_DIR, SuiteError, load_suite, parse_suite
+
+RAW = {
+    "name": "tiny",
+    "seeds": [0, 1],
+    "backends": ["numpyro", "pyro"],
+    "timeout_s": 60,
+    "reference": "nuts.numpyro",
+    "model": {"hidden": [5], "activation": "tanh"},
+    "datasets": [
+        {"name": "sine", "splits": [0, 3]},
+        {
+            "name": "digits",
+            "model": {"hidden": [8]},
+            "exclude": ["nuts.pyro"],
+            "options": {"svi": {"num_steps": 7}, "nuts.numpyro": {"num_samples": 9}},
+        },
+    ],
+    "methods": {
+        "svi": {"num_steps": 100},
+        "nuts": {"num_samples": 50, "pyro": {"num_samples": 20, "budget_note": "smaller"}},
+    },
+}
+
+
+SINE_ONLY = {"datasets": [{"name": "sine"}], "reference": None}
+
+
+def _suite(**changes: object) -> dict:
+    raw = copy.deepcopy(RAW)
+    raw.update(changes)
+    return raw
+
+
+def test_expansion_merges_options_in_order() -> None:
+    cells = parse_suite(RAW).cells()
+    # sine: 2 splits x 2 methods x 2 backends x 2 seeds; digits: 1 split x 3 (method, backend) x 2
+    assert len(cells) == 16 + 6
+    by_id = {c.cell_id: c for c in cells}
+    assert by_id["sine-split3-nuts-pyro-seed1"].options == {"num_samples": 20}
+    assert by_id["sine-split3-nuts-pyro-seed1"].budget_note == "smaller"
+    assert by_id["sine-split0-nuts-numpyro-seed0"].budget_note is None
+    assert by_id["digits-split0-svi-pyro-seed0"].options == {"num_steps": 7}
+    assert by_id["digits-split0-nuts-numpyro-seed0"].options == {"num_samples": 9}
+    assert "digits-split0-nuts-pyro-seed0" not in by_id
+    assert by_id["digits-split0-svi-numpyro-seed0"].model == {"hidden": [8], "activation": "tanh"}
+    assert len(by_id) == len(cells)
+
+
+def test_filters_and_split_limit() -> None:
+    suite = parse_suite(RAW)
+    cells = suite.cells(max_splits=1, only={"method": {"svi"}, "backend": {"pyro"}})
+    assert {c.cell_id for c in cells} == {
+        "sine-split0-svi-pyro-seed0",
+        "sine-split0-svi-pyro-seed1",
+        "digits-split0-svi-pyro-seed0",
+        "digits-split0-svi-pyro-seed1",
+    }
+    with pytest.raises(SuiteError, match="max_splits must be >= 1"):
+        suite.cells(max_splits=0)
+
+
+def test_config_hash_tracks_what_determines_the_result() -> None:
+    cell = Cell(suite="s", dataset="sine", split=0, method="svi", backend="numpyro", seed=0)
+    same = Cell(
+        suite="other", dataset="sine", split=0, method="svi", backend="numpyro", seed=0,
+        timeout_s=5, budget_note="note",
+    )  # fmt: skip
+    assert cell.config_hash() == same.config_hash()
+    for change in (
+        {"seed": 1},
+        {"split": 1},
+        {"options": {"num_steps": 10}},
+        {"model": {"hidden": [3]}},
+        {"data": {"max_train": 10}},
+    ):
+        other = Cell(**{**cell.to_dict(), **change})
+        assert other.config_hash() != cell.config_hash(), change
+    assert Cell.from_dict(cell.to_dict()) == cell
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"colour": "red"}, r"unknown keys \['colour'\]"),
+        ({"backends": ["stan"]}, "unknown backend 'stan'"),
+        ({"seeds": [-1]}, "seeds must be"),
+        ({"seeds": []}, "seeds must be"),
+        ({"timeout_s": 0}, "timeout_s must be a positive number"),
+        ({"model": {"width": 3}}, r"\[model\]: unknown keys \['width'\]"),
+        ({**SINE_ONLY, "methods": {"vi": {}}}, "unknown method 'vi'"),
+        ({**SINE_ONLY, "methods": {"svi": {"num_stepz": 3}}}, "svi on numpyro: .*num_stepz"),
+        ({**SINE_ONLY, "methods": {"svi": {"num_steps": -3}}}, "num_steps must be"),
+        (
+            {**SINE_ONLY, "methods": {"svi": {"jax": {"num_steps": 3}}}},
+            "sub-table 'jax' is not a backend",
+        ),
+        ({"datasets": [{"name": "cifar"}]}, "unknown dataset 'cifar'"),
+        ({"datasets": [{"splits": [0]}]}, "missing 'name'"),
+        ({"datasets": [{"name": "sine", "splits": "some"}]}, "splits must be"),
+        ({"datasets": [{"name": "sine", "exclude": ["hmc"]}]}, "'hmc' names no method"),
+        ({"datasets": [{"name": "sine", "max": 3}]}, r"unknown keys \['max'\]"),
+        ({"reference": "nuts.stan"}, "reference must be 'method.backend'"),
+    ],
+)
+def test_bad_suites(changes: dict, match: str) -> None:
+    with pytest.raises(SuiteError, match=match):
+        parse_suite(_suite(**changes))
+
+
+def test_missing_required_key() -> None:
+    raw = _suite()
+    del raw["methods"]
+    with pytest.raises(SuiteError, match="missing required key 'methods'"):
+        parse_suite(raw)
+
+
+def test_suite_files(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match=r"unknown suite 'nope'; known: .*default"):
+        load_suite("nope")
+    with pytest.raises(SuiteError, match="does not exist"):
+        load_suite(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [")
+    with pytest.raises(SuiteError, match=r"bad\.toml: not valid TOML"):
+        load_suite(bad)
+
+
+@pytest.mark.parametrize("path", sorted(SUITES_DIR.glob("*.toml")), ids=lambda p: p.stem)
+def test_shipped_suites_parse(path: Path) -> None:
+    suite = load_suite(path)
+    assert suite.name == path.stem
+    assert suite.datasets and suite.methods
