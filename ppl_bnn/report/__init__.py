@@ -1,0 +1,80 @@
+"""Render a benchmark suite's stored results as a report, without refitting anything.
+
+>>> from ppl_bnn.report import render_report
+>>> render_report("reports/default")  # doctest: +SKIP
+PosixPath('reports/default/index.html')
+
+Writes ``index.html`` (self-contained: inline CSS, base64 PNG figures), ``report.md`` (the same
+tables, figures linked from ``figures/``), ``figures/*.png`` and ``results.csv`` (one row per
+cell). Every number comes from the stored records and netCDF files, except published reference
+figures (:mod:`ppl_bnn.report.references`), which are labelled with their source.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from ppl_bnn.bench.record import write_atomic
+from ppl_bnn.report.build import build_document
+from ppl_bnn.report.html import render_html
+from ppl_bnn.report.load import SuiteResults, load_results
+from ppl_bnn.report.markdown import render_markdown
+
+logger = logging.getLogger(__name__)
+
+HTML_FILE = "index.html"
+MARKDOWN_FILE = "report.md"
+CSV_FILE = "results.csv"
+FIGURES_DIR = "figures"
+
+__all__ = ["SuiteResults", "load_results", "render_report", "results_csv"]
+
+
+def results_csv(results: SuiteResults) -> str:
+    """One row per cell: ids, status, error, budget note, config, every metric, timings."""
+    return results.cells.to_csv(index=False)
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    """Write atomically, readable by others (the report is meant to be shared)."""
+    if isinstance(data, str):
+        write_atomic(path, lambda tmp: Path(tmp).write_text(data, encoding="utf-8"))
+    else:
+        write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
+    path.chmod(0o644)
+
+
+def render_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+    """Render the suite stored in ``results_dir`` into ``out_dir`` (default: ``results_dir``).
+
+    Args:
+        results_dir: A suite's results folder (``suite.json`` and ``cells/<cell_id>/``).
+        out_dir: Where ``index.html``, ``report.md``, ``results.csv`` and ``figures/`` go.
+
+    Returns:
+        The path of ``index.html``.
+    """
+    start = time.perf_counter()
+    results = load_results(results_dir)
+    out = Path(out_dir) if out_dir is not None else Path(results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    document = build_document(results)
+    figures = out / FIGURES_DIR
+    figures.mkdir(exist_ok=True)
+    shown = document.figures()
+    for figure in shown:
+        _write(figures / f"{figure.name}.png", figure.png)
+    _write(out / CSV_FILE, results_csv(results))
+    _write(out / MARKDOWN_FILE, render_markdown(document, FIGURES_DIR))
+    index = out / HTML_FILE
+    _write(index, render_html(document))
+    logger.info(
+        "report of %d cells with %d figures written to %s in %.1fs",
+        len(results.records),
+        len(shown),
+        index,
+        time.perf_counter() - start,
+    )
+    return index

@@ -1,0 +1,361 @@
+"""Assemble the report document from stored results: which sections exist and what they hold.
+
+A section is left out when the suite has no data for it. A table or figure that cannot be built
+from malformed results is logged and replaced by a one-line note, never a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from ppl_bnn.report import figures, stats, tables
+from ppl_bnn.report.document import (
+    BulletList,
+    Document,
+    Figure,
+    Link,
+    Paragraph,
+    Section,
+    Strong,
+    Table,
+    slug,
+)
+from ppl_bnn.report.glossary import QUANTITIES
+from ppl_bnn.report.load import SuiteResults, method_key
+
+logger = logging.getLogger(__name__)
+
+#: Sampler cells that get rank plots and weight summaries (rendering cost stays bounded).
+MAX_RANK_CELLS = 4
+RANK_METHODS = ("nuts", "hmc")
+IZMAILOV = Link("Izmailov et al. 2021", "https://arxiv.org/abs/2104.14421")
+
+T = TypeVar("T")
+
+
+class _Builder:
+    """Collects failures of individual tables and figures while building."""
+
+    def __init__(self, results: SuiteResults) -> None:
+        self.results = results
+        self.failures: list[str] = []
+
+    def safe(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
+        """``fn(*args)``, or None (logged and listed in the report) if it raises."""
+        start = time.perf_counter()
+        try:
+            return fn(*args)
+        except Exception as err:  # a malformed file must not sink the whole report
+            logger.exception("report: %s failed", what)
+            self.failures.append(f"{what}: {type(err).__name__}: {err}")
+            return None
+        finally:
+            logger.debug("report: %s took %.2fs", what, time.perf_counter() - start)
+
+
+def build_document(results: SuiteResults) -> Document:
+    """The whole report for ``results``."""
+    b = _Builder(results)
+    sections = [overview(b), how_to_read(results)]
+    sections += [dataset_section(b, d) for d in results.datasets()]
+    sections += [
+        mcmc_section(b),
+        loo_section(b),
+        backends_section(b),
+        reference_section(b),
+        environment_section(results),
+    ]
+    if b.failures:
+        sections.insert(
+            1,
+            Section(
+                "Parts that could not be built",
+                "build-failures",
+                [BulletList(tuple((f,) for f in b.failures))],
+            ),
+        )
+    kept = [s for s in sections if s is not None and not s.is_empty()]
+    _unique_names(kept, set(), set())
+    subtitle = str(results.suite.get("description") or "")
+    return Document(f"Benchmark report: {results.name}", subtitle, kept)
+
+
+def _unique_names(sections: list[Section], anchors: set[str], figures: set[str]) -> None:
+    """Suffix anchors and figure names that repeat (datasets whose names differ only in case or
+    symbols slug to the same text)."""
+
+    def fresh(name: str, seen: set[str]) -> str:
+        out, k = name, 2
+        while out in seen:
+            out, k = f"{name}-{k}", k + 1
+        seen.add(out)
+        return out
+
+    for section in sections:
+        section.anchor = fresh(section.anchor, anchors)
+        for i, block in enumerate(section.blocks):
+            if isinstance(block, Figure):
+                name = fresh(block.name, figures)
+                if name != block.name:
+                    section.blocks[i] = replace(block, name=name)
+        _unique_names(section.children, anchors, figures)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def overview(b: _Builder) -> Section:
+    """Counts of cells by status, the reference, and every reduced budget."""
+    results = b.results
+    cells = results.cells
+    section = Section("Overview", "overview")
+    if cells.empty:
+        section.blocks.append(Paragraph.of("This results folder holds no cell records yet."))
+        return section
+    status = cells["status"].value_counts()
+    methods = sorted(cells["method"].unique(), key=method_key)
+    wall = results.suite.get("wall_s")
+    text = (
+        f"{_count(len(cells), 'cell')} ({', '.join(f'{n} {s}' for s, n in status.items())}) over "
+        f"{_count(len(results.datasets()), 'dataset')}, {_count(len(methods), 'method')} and "
+        f"backends {', '.join(sorted(cells['backend'].unique()))}"
+    )
+    if isinstance(wall, int | float):
+        text += f"; the suite ran for {wall / 60:.1f} minutes"
+    text += ". Every number below is computed from the stored records and netCDF files."
+    section.blocks.append(Paragraph.of(text))
+    if results.reference:
+        section.blocks.append(
+            Paragraph.of(
+                "Reference posterior: ",
+                Strong(".".join(results.reference)),
+                " (see ",
+                Link("Against the reference posterior", "#reference"),
+                ").",
+            )
+        )
+    counts = (
+        cells.pivot_table(index="dataset", columns="status", values="cell_id", aggfunc="count")
+        .fillna(0)
+        .astype(int)
+        .reindex(results.datasets())
+    )
+    header = ("dataset", "task", *counts.columns)
+    tasks = cells.groupby("dataset")["task"].first()
+    rows = tuple(
+        (d, str(tasks.get(d) or ""), *(str(v) for v in counts.loc[d])) for d in counts.index
+    )
+    section.blocks.append(
+        Table(
+            header,
+            rows,
+            "Cells per dataset and status.",
+            (),
+            (False, False, *(True,) * len(counts.columns)),
+        )
+    )
+    budget = b.safe("budget table", tables.budget_table, results)
+    if budget is not None:
+        section.children.append(Section("Reduced budgets", "budgets", [budget]))
+    return section
+
+
+def how_to_read(results: SuiteResults) -> Section:
+    """How the tables are computed and one line per metric shown."""
+    present = set(results.metric_names) | {f"time_{t}" for t in results.timing_names}
+    if results.reference:
+        present |= {"w2", "ks", "agreement", "total_variation"}
+    items = tuple(
+        (Strong(q.label), f" ({key}): {q.definition}.")
+        for key, q in QUANTITIES.items()
+        if key in present
+    )
+    intro = Paragraph.of(
+        "Each cell is one fit of one (dataset, split, method, backend, seed). Tables give the "
+        "mean ± standard error (sample std / sqrt(n)) over the splits and seeds that produced "
+        "metrics; n is that count, and the standard error is blank when n = 1. Regression "
+        "metrics are in the target's original units. A dagger (",
+        tables.BUDGET_MARK,
+        ") marks a (method, backend) run with a reduced budget, explained under its table. "
+        "Sampler convergence is judged on predictions, not weights (",
+        IZMAILOV,
+        "). Metric definitions:",
+    )
+    blocks: list[Any] = [intro]
+    if items:
+        blocks.append(BulletList(items))
+    return Section("How to read this report", "how-to-read", blocks)
+
+
+def dataset_section(b: _Builder, dataset: str) -> Section:
+    """A dataset's tables (quality, problems, published figures, cost) and figures."""
+    results = b.results
+    task = tables.task_of(results, dataset)
+    title = f"{dataset}" + (f" ({task})" if task else "")
+    section = Section(title, slug("dataset", dataset))
+    blocks = section.blocks
+    _add(blocks, b.safe(f"{dataset} table", tables.dataset_table, results, dataset))
+    _add(blocks, b.safe(f"{dataset} budget notes", tables.budget_notes, results, dataset))
+    problem = b.safe(f"{dataset} problems", tables.problems, results, dataset)
+    if problem is not None and problem[0] is not None:
+        table, details = problem
+        section.children.append(
+            Section(
+                "Failed, timed-out and diverged cells", slug(dataset, "problems"), [table, *details]
+            )
+        )
+    published = b.safe(f"{dataset} published figures", tables.published_table, results, dataset)
+    if published is not None:
+        section.children.append(
+            Section("Published reference figures", slug(dataset, "published"), [published])
+        )
+    figs = Section("Figures", slug(dataset, "figures"))
+    for draw in figures.DATASET_FIGURES:
+        _add(figs.blocks, b.safe(f"{dataset} figure {draw.__name__}", draw, results, dataset))
+        if draw is figures.pruning:
+            _add(figs.blocks, b.safe(f"{dataset} pruning", tables.pruning_table, results, dataset))
+    section.children.append(figs)
+    cost = b.safe(f"{dataset} cost table", tables.cost_table, results, dataset)
+    if cost is not None:
+        section.children.append(Section("Time and cost", slug(dataset, "cost"), [cost]))
+    section.children = [c for c in section.children if not c.is_empty()]
+    return section
+
+
+def _add(blocks: list, block: Any) -> None:
+    if block is not None:
+        blocks.append(block)
+
+
+def _rank_cells(results: SuiteResults) -> list[str]:
+    """A few sampler cells for rank plots: the first ok cell of each (method, backend) over the
+    datasets, preferring cells with several chains, at most :data:`MAX_RANK_CELLS`."""
+    cells = results.cells
+    chosen: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for dataset in results.datasets():
+        sub = cells[
+            (cells["dataset"] == dataset)
+            & cells["method"].isin(RANK_METHODS)
+            & (cells["status"] == "ok")
+        ]
+        for (method, backend), group in sub.groupby(["method", "backend"], sort=False):
+            if (method, backend) in seen or len(chosen) >= MAX_RANK_CELLS:
+                continue
+            seen.add((method, backend))
+            chains = group.get("options.num_chains", pd.Series(1, index=group.index))
+            order = group.assign(_chains=-pd.to_numeric(chains, errors="coerce").fillna(1))
+            chosen.append(order.sort_values(["_chains", "split", "seed"]).iloc[0]["cell_id"])
+    return chosen
+
+
+def mcmc_section(b: _Builder) -> Section | None:
+    """Sampler diagnostics per dataset, rank plots and weight summaries of a few cells."""
+    results = b.results
+    section = Section("MCMC diagnostics", "mcmc")
+    section.blocks.append(
+        Paragraph.of(
+            "R-hat and ESS are computed on test predictions, which are identifiable. Weight "
+            "R-hat is shown for completeness but is uninformative: weights are non-identifiable "
+            "(permuting hidden units or flipping their signs gives the same network, so chains "
+            "can settle in different, equivalent modes: label-switching)."
+        )
+    )
+    for dataset in results.datasets():
+        table = b.safe(f"{dataset} sampler table", tables.sampler_table, results, dataset)
+        if table is not None:
+            section.children.append(Section(dataset, slug("mcmc", dataset), [table]))
+    for cell_id in _rank_cells(results):
+        blocks: list[Any] = []
+        _add(blocks, b.safe(f"rank plot {cell_id}", figures.rank_plot, results, cell_id))
+        summary = b.safe(f"az.summary {cell_id}", _weight_frame, results, cell_id)
+        if summary is not None:
+            _add(blocks, tables.weight_diagnostics_table(*summary, cell_id))
+        if blocks:
+            section.children.append(Section(f"Weights of {cell_id}", slug("rank", cell_id), blocks))
+    return section if section.children else None
+
+
+def _weight_frame(results: SuiteResults, cell_id: str) -> tuple[pd.DataFrame, bool] | None:
+    posterior = results.group(cell_id, "posterior")
+    return stats.weight_diagnostics(posterior) if posterior else None
+
+
+def loo_section(b: _Builder) -> Section | None:
+    """PSIS-LOO comparisons across methods."""
+    results = b.results
+    compare = b.safe("PSIS-LOO comparison", stats.loo_compare, results)
+    if compare is None or compare.empty:
+        return None
+    section = Section("Model comparison (PSIS-LOO)", "loo")
+    for dataset in results.datasets():
+        table, details = tables.loo_table(compare, dataset)
+        if table is not None:
+            section.children.append(
+                Section(dataset, slug("loo", dataset), [table, *([details] if details else [])])
+            )
+    return section if section.children else None
+
+
+def backends_section(b: _Builder) -> Section | None:
+    """The same method on Pyro and NumPyro."""
+    table = b.safe("backends table", tables.backends_table, b.results)
+    if table is None:
+        return None
+    intro = Paragraph.of(
+        "The same model, data, seeds and method options compiled to Pyro (PyTorch) and NumPyro "
+        "(JAX). Quality should agree up to Monte Carlo error; cost shows what each PPL charges."
+    )
+    return Section("Backends: Pyro vs NumPyro", "backends", [intro, table])
+
+
+def reference_section(b: _Builder) -> Section | None:
+    """Distances to the reference posterior, when the suite names one."""
+    results = b.results
+    if results.reference is None:
+        return None
+    distances = b.safe("reference distances", stats.reference_distances, results)
+    section = Section("Against the reference posterior", "reference")
+    if distances is not None and not distances.empty:
+        for dataset in results.datasets():
+            table = tables.reference_table(distances, results.reference, dataset)
+            if table is not None:
+                section.children.append(Section(dataset, slug("reference", dataset), [table]))
+    if not section.children:
+        section.blocks.append(
+            Paragraph.of(
+                f"The suite names {'.'.join(results.reference)} as reference, but no cell has a "
+                "successful reference fit with stored predictions on the same split and seed."
+            )
+        )
+    return section
+
+
+def environment_section(results: SuiteResults) -> Section | None:
+    """Git commit, date, machine and library versions of the run."""
+    env = dict(results.suite.get("environment") or {})
+    if not env and results.records:
+        first = results.records[0]
+        env = {"versions": first.get("versions") or {}, "machine": first.get("machine") or {}}
+    if not env:
+        return None
+    section = Section("Environment", "environment")
+    general = {k: v for k, v in env.items() if k not in ("versions", "machine")}
+    if results.suite.get("wall_s") is not None:
+        general["suite wall time (s)"] = round(float(results.suite["wall_s"]), 1)
+    for items, caption in (
+        (general, "Run (from suite.json)."),
+        (env.get("machine") or {}, "Machine."),
+        (env.get("versions") or {}, "Library versions."),
+    ):
+        table = tables.key_value_table(items, caption)
+        if table is not None:
+            section.blocks.append(table)
+    return section if section.blocks else None

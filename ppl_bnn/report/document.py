@@ -1,0 +1,126 @@
+"""The report as plain data: sections of paragraphs, tables, figures and collapsible text.
+
+Tables and figures are built once into this structure; :mod:`.html` and :mod:`.markdown` only
+lay it out, so both outputs always carry the same content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Link:
+    """A hyperlink (citations only: a report never loads anything from outside)."""
+
+    text: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Strong:
+    """Emphasised text (e.g. the best value of a column)."""
+
+    text: str
+
+
+Inline = str | Link | Strong
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """Running text made of plain strings, links and emphasis."""
+
+    parts: tuple[Inline, ...]
+
+    @classmethod
+    def of(cls, *parts: Inline) -> Paragraph:
+        """A paragraph from inline parts given as arguments."""
+        return cls(tuple(parts))
+
+
+@dataclass(frozen=True)
+class BulletList:
+    """An unordered list; each item is a sequence of inline parts."""
+
+    items: tuple[tuple[Inline, ...], ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of already formatted cells.
+
+    Attributes:
+        header: Column titles.
+        rows: One list of cells per row.
+        caption: One sentence saying what the table shows.
+        row_classes: Optional CSS class per row (``"published"``, ``"problem"``), or "".
+        numeric: Per column, whether its cells are numbers (right-aligned).
+    """
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[Inline, ...], ...]
+    caption: str = ""
+    row_classes: tuple[str, ...] = ()
+    numeric: tuple[bool, ...] = ()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A rendered PNG figure; ``name`` is its file stem under ``figures/``."""
+
+    name: str
+    png: bytes
+    caption: str
+
+
+@dataclass(frozen=True)
+class Details:
+    """Collapsible preformatted text (a traceback, a long table as text)."""
+
+    summary: str
+    text: str
+
+
+Block = Paragraph | BulletList | Table | Figure | Details
+
+
+@dataclass
+class Section:
+    """A titled section; ``anchor`` is unique within the document."""
+
+    title: str
+    anchor: str
+    blocks: list[Block] = field(default_factory=list)
+    children: list[Section] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        """True when neither this section nor any child holds a block."""
+        return not self.blocks and all(c.is_empty() for c in self.children)
+
+    def figures(self) -> list[Figure]:
+        """Every figure in this section and its children, in document order."""
+        out = [b for b in self.blocks if isinstance(b, Figure)]
+        for child in self.children:
+            out.extend(child.figures())
+        return out
+
+
+@dataclass
+class Document:
+    """A whole report."""
+
+    title: str
+    subtitle: str
+    sections: list[Section]
+
+    def figures(self) -> list[Figure]:
+        """Every figure, in document order."""
+        return [f for s in self.sections for f in s.figures()]
+
+
+def slug(*parts: object) -> str:
+    """An anchor / file-name-safe identifier built from ``parts``."""
+    text = "-".join(str(p) for p in parts if p is not None and str(p) != "")
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"

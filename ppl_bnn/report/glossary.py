@@ -1,0 +1,153 @@
+"""Labels, directions and one-line definitions of every quantity a report shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """How a metric is shown.
+
+    Attributes:
+        label: Short column title.
+        definition: One line for "How to read this report".
+        better: ``"higher"``, ``"lower"``, a nominal target value, or None (no ranking).
+    """
+
+    label: str
+    definition: str
+    better: str | float | None = None
+
+
+QUANTITIES: dict[str, Quantity] = {
+    # regression
+    "test_ll": Quantity(
+        "test LL",
+        "mean over test points of log (1/S) sum_s N(y | f_s(x), sigma_s^2) (nats, original "
+        "units; points where it is not finite are left out and counted); classification: -NLL",
+        "higher",
+    ),
+    "rmse": Quantity("RMSE", "root mean squared error of the predictive mean", "lower"),
+    "crps": Quantity(
+        "CRPS", "continuous ranked probability score of the predictive mixture", "lower"
+    ),
+    "coverage_50": Quantity(
+        "cov 50%", "share of test targets inside the central 50% predictive interval", 0.5
+    ),
+    "coverage_90": Quantity("cov 90%", "as above for the central 90% interval", 0.9),
+    "coverage_95": Quantity("cov 95%", "as above for the central 95% interval", 0.95),
+    "epistemic_std": Quantity(
+        "epist. std", "mean over test points of the spread of f_s(x) across draws"
+    ),
+    "total_std": Quantity("total std", "mean predictive std: epistemic spread plus noise"),
+    "mean_interval_width_95": Quantity("width 95%", "mean width of the central 95% interval"),
+    "n_nonfinite_ll": Quantity("non-finite LL", "test points whose log-likelihood is not finite"),
+    # classification
+    "accuracy": Quantity(
+        "accuracy", "share of test points whose most probable class is right", "higher"
+    ),
+    "nll": Quantity("NLL", "mean negative log predictive probability of the true class", "lower"),
+    "brier": Quantity(
+        "Brier", "mean squared distance of predictive probabilities to the one-hot label", "lower"
+    ),
+    "ece": Quantity("ECE", "expected calibration error over 15 confidence bins", "lower"),
+    "mean_entropy": Quantity("entropy", "mean predictive entropy on the test set (nats)"),
+    "ood_auroc": Quantity(
+        "OOD AUROC",
+        "AUROC telling out-of-distribution from test inputs by predictive entropy",
+        "higher",
+    ),
+    "ood_mean_entropy": Quantity("OOD entropy", "mean predictive entropy on the OOD inputs"),
+    "n_nonfinite_nll": Quantity("non-finite NLL", "test points whose NLL is not finite"),
+    # samplers
+    "rhat_max": Quantity(
+        "R̂ max",
+        "largest rank-normalised split R-hat over test predictions (≈1 when chains agree; a "
+        "single chain is compared across its halves)",
+    ),
+    "rhat_median": Quantity("R̂ median", "median split R-hat over test predictions"),
+    "ess_bulk_min": Quantity(
+        "ESS bulk min", "smallest bulk effective sample size over test predictions"
+    ),
+    "ess_bulk_median": Quantity("ESS bulk med", "median bulk ESS over test predictions"),
+    "ess_tail_min": Quantity("ESS tail min", "smallest tail ESS over test predictions"),
+    "divergences": Quantity("divergences", "divergent transitions after warmup"),
+    "divergence_rate": Quantity("div. rate", "share of draws that diverged"),
+    "max_tree_depth_share": Quantity(
+        "max-depth share", "share of NUTS draws that hit the maximum tree depth"
+    ),
+    "ebfmi_min": Quantity(
+        "E-BFMI min",
+        "smallest energy Bayesian fraction of missing information over chains (< 0.3 is poor)",
+    ),
+    "mean_acceptance": Quantity("accept", "mean acceptance probability"),
+    "num_grads": Quantity("gradients", "gradient evaluations of the log density"),
+    # cost
+    "s_per_grad": Quantity(
+        "s/grad", "sampling seconds per gradient evaluation (leapfrog step)", "lower"
+    ),
+    "s_per_step": Quantity(
+        "s/step", "seconds of optimisation or SG-MCMC (warmup + sampling) per step", "lower"
+    ),
+    "ess_per_s": Quantity(
+        "ESS/s", "median bulk ESS of test predictions per second of warmup + sampling", "higher"
+    ),
+    "ess_per_1000_grads": Quantity(
+        "ESS/1000 grads",
+        "median bulk ESS of test predictions per 1000 gradient evaluations",
+        "higher",
+    ),
+    # timings (columns time_<key>)
+    "time_total": Quantity("fit s", "wall seconds of the whole fit", "lower"),
+    "time_compile": Quantity("compile s", "JIT compilation / tracing seconds"),
+    "time_warmup": Quantity("warmup s", "MCMC warmup or optimisation seconds"),
+    "time_sampling": Quantity("sampling s", "seconds drawing from the (approximate) posterior"),
+    "time_predict": Quantity("predict s", "seconds predicting at the test inputs"),
+    "time_cell_wall": Quantity("cell wall s", "wall seconds of the cell's process"),
+    # against a reference posterior
+    "w2": Quantity(
+        "W2", "2-Wasserstein distance between predictive marginals, mean over test points", "lower"
+    ),
+    "ks": Quantity(
+        "KS",
+        "Kolmogorov-Smirnov distance between predictive marginals, mean over test points",
+        "lower",
+    ),
+    "agreement": Quantity(
+        "agreement",
+        "share of test points where the most probable class matches the reference",
+        "higher",
+    ),
+    "total_variation": Quantity(
+        "TV",
+        "total variation between predictive class distributions, mean over test points",
+        "lower",
+    ),
+}
+
+REGRESSION_MAIN = (
+    "test_ll", "rmse", "crps", "coverage_50", "coverage_90", "coverage_95", "epistemic_std",
+    "total_std",
+)  # fmt: skip
+CLASSIFICATION_MAIN = (
+    "accuracy", "nll", "brier", "ece", "ood_auroc", "mean_entropy", "ood_mean_entropy",
+)  # fmt: skip
+TIMES_MAIN = ("time_total", "time_compile")
+SAMPLER_METRICS = (
+    "rhat_max", "rhat_median", "ess_bulk_min", "ess_tail_min", "divergences", "divergence_rate",
+    "max_tree_depth_share", "ebfmi_min", "mean_acceptance", "num_grads",
+)  # fmt: skip
+COST_METRICS = ("s_per_grad", "s_per_step", "ess_per_s", "ess_per_1000_grads")
+
+
+def label(key: str) -> str:
+    """The column title of ``key`` (the key itself when unknown)."""
+    quantity = QUANTITIES.get(key)
+    return quantity.label if quantity else key
+
+
+def better(key: str) -> str | float | None:
+    """Which way ``key`` improves: ``"higher"``, ``"lower"``, a target value, or None."""
+    quantity = QUANTITIES.get(key)
+    return quantity.better if quantity else None

@@ -1,0 +1,305 @@
+"""Read a suite's stored results: ``suite.json``, cell records and their netCDF files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppl_bnn.bench.record import read_records
+
+logger = logging.getLogger(__name__)
+
+SUITE_FILE = "suite.json"
+#: Identity columns of the cells frame, in order.
+ID_COLUMNS = ("cell_id", "suite", "dataset", "split", "method", "backend", "seed")
+#: Canonical order of methods in tables and legends (others follow alphabetically).
+METHOD_ORDER = (
+    "nuts", "hmc", "sgld", "sghmc", "svi", "lowrank", "fullrank", "laplace", "map", "ensemble",
+)  # fmt: skip
+BACKEND_ORDER = ("numpyro", "pyro")
+SAMPLERS = ("nuts", "hmc", "sgld", "sghmc")
+_REGRESSION_KEYS = {"rmse", "test_ll", "crps", "coverage_90"}
+_CLASSIFICATION_KEYS = {"accuracy", "nll", "brier", "ece"}
+
+
+def arviz() -> Any:
+    """ArviZ, imported without its notice about the 1.x refactor (this stack pins 0.23)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
+        import arviz as az
+
+    return az
+
+
+def method_key(method: str) -> tuple[int, str]:
+    """Sort key putting methods in :data:`METHOD_ORDER`."""
+    order = METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER)
+    return order, method
+
+
+def backend_key(backend: str) -> tuple[int, str]:
+    """Sort key putting backends in :data:`BACKEND_ORDER`."""
+    order = BACKEND_ORDER.index(backend) if backend in BACKEND_ORDER else len(BACKEND_ORDER)
+    return order, backend
+
+
+def _sort_text(name: str) -> str:
+    """A string that sorts methods and backends in their canonical order."""
+    order, text = method_key(name) if name not in BACKEND_ORDER else backend_key(name)
+    return f"{order:03d}{text}"
+
+
+def first_line(text: str | None) -> str:
+    """The first non-empty line of ``text`` ("" for None)."""
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _cell_value(value: Any) -> Any:
+    """A config value as one CSV cell: scalars stay, lists and mappings become JSON."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _number(value: Any, record: Mapping[str, Any], key: str) -> float:
+    """A stored metric or timing as a float (NaN for null; logged NaN for anything else)."""
+    if value is None:
+        return np.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        logger.warning("%s: %s = %r is not a number", record.get("cell_id"), key, value)
+        return np.nan
+
+
+def _task(metrics: Mapping[str, Any]) -> str | None:
+    keys = {k for k, v in metrics.items() if v is not None}
+    if keys & _REGRESSION_KEYS:
+        return "regression"
+    if keys & _CLASSIFICATION_KEYS:
+        return "classification"
+    return None
+
+
+def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """One row per record: ids, status, error, budget note, config, metrics, timings.
+
+    Returns:
+        The frame, the metric names (columns named as in the records) and the timing names
+        (columns ``time_<name>``).
+    """
+    rows = []
+    metric_names: dict[str, None] = {}
+    timing_names: dict[str, None] = {}
+    for rec in records:
+        config = rec.get("config") or {}
+        error = rec.get("error") or {}
+        row: dict[str, Any] = {
+            "cell_id": rec.get("cell_id"),
+            "suite": rec.get("suite"),
+            "dataset": config.get("dataset"),
+            "split": config.get("split"),
+            "method": config.get("method"),
+            "backend": config.get("backend"),
+            "seed": config.get("seed"),
+            "status": rec.get("status"),
+            "task": _task(rec.get("metrics") or {}),
+            "error_type": error.get("type"),
+            "error_message": first_line(error.get("message")),
+            "budget_note": rec.get("budget_note"),
+            "config_hash": rec.get("config_hash"),
+            "started_at": rec.get("started_at"),
+            "finished_at": rec.get("finished_at"),
+        }
+        for group in ("model", "data", "options"):
+            for key, value in sorted((config.get(group) or {}).items()):
+                row[f"{group}.{key}"] = _cell_value(value)
+        for key, value in (rec.get("metrics") or {}).items():
+            metric_names[key] = None
+            row[key] = _number(value, rec, key)
+        for key, value in (rec.get("timings") or {}).items():
+            timing_names[key] = None
+            row[f"time_{key}"] = _number(value, rec, key)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame, [], []
+    metrics = list(metric_names)
+    timings = list(timing_names)
+    time_cols = [f"time_{t}" for t in timings]
+    for col in [*metrics, *time_cols]:
+        frame[col] = frame[col].astype(float)
+    fixed = [c for c in frame.columns if "." not in c and c not in metrics and c not in time_cols]
+    config = sorted(c for c in frame.columns if "." in c)
+    frame = frame[[*fixed, *config, *metrics, *time_cols]]
+    # A dataset's task is known from any cell with metrics; failed cells inherit it.
+    known = frame.dropna(subset=["task"]).groupby("dataset")["task"].first()
+    frame["task"] = frame["dataset"].map(known).where(frame["task"].isna(), frame["task"])
+    frame = frame.sort_values(
+        ["dataset", "method", "backend", "split", "seed"],
+        key=lambda s: s.map(_sort_text) if s.name in ("method", "backend") else s,
+    ).reset_index(drop=True)
+    return frame, metrics, timings
+
+
+@dataclass
+class SuiteResults:
+    """Everything a report reads, loaded once; netCDF files are opened on demand.
+
+    Attributes:
+        results_dir: The suite's results folder.
+        suite: ``suite.json`` contents ({} when the file is missing).
+        records: Cell records, sorted by cell id.
+        cells: One row per cell (see :func:`cells_frame`).
+        metric_names: Metric columns of ``cells``, in first-seen order.
+        timing_names: Timing keys; their columns are ``time_<key>``.
+    """
+
+    results_dir: Path
+    suite: dict[str, Any]
+    records: list[dict[str, Any]]
+    cells: pd.DataFrame
+    metric_names: list[str]
+    timing_names: list[str]
+    _by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id = {r["cell_id"]: r for r in self.records}
+
+    @property
+    def name(self) -> str:
+        """The suite's name (from ``suite.json``, else from the records or the folder)."""
+        if self.suite.get("name"):
+            return str(self.suite["name"])
+        suites = {r.get("suite") for r in self.records if r.get("suite")}
+        return next(iter(suites)) if len(suites) == 1 else self.results_dir.name
+
+    @property
+    def reference(self) -> tuple[str, str] | None:
+        """The reference ``(method, backend)`` named in ``suite.json``, if any."""
+        ref = self.suite.get("reference")
+        if not ref:
+            return None
+        if isinstance(ref, list | tuple) and len(ref) == 2:
+            return str(ref[0]), str(ref[1])
+        parts = str(ref).split(".")
+        if len(parts) != 2:
+            logger.warning("suite.json reference %r is not 'method.backend'; ignored", ref)
+            return None
+        return parts[0], parts[1]
+
+    def record(self, cell_id: str) -> dict[str, Any]:
+        """The stored record of ``cell_id``."""
+        return self._by_id[cell_id]
+
+    def datasets(self) -> list[str]:
+        """Datasets in the order they first appear in ``suite.json`` cells, else sorted."""
+        present = list(dict.fromkeys(self.cells["dataset"])) if not self.cells.empty else []
+        declared = [c.get("dataset") for c in self.suite.get("cells") or [] if isinstance(c, dict)]
+        order = [d for d in dict.fromkeys(declared) if d in present]
+        return order + sorted(d for d in present if d not in order)
+
+    def file_path(self, cell_id: str, kind: str) -> Path | None:
+        """Path of a cell's ``inference_data`` or ``predictions`` file, if it exists."""
+        files = self.record(cell_id).get("files") or {}
+        name = files.get(kind)
+        if not name:
+            return None
+        path = self.results_dir / "cells" / cell_id / name
+        if not path.is_file():
+            logger.warning("%s: %s listed in its record but missing", cell_id, name)
+            return None
+        return path
+
+    def predictions(
+        self, cell_id: str, variables: Iterable[str] | None = None
+    ) -> dict[str, np.ndarray] | None:
+        """The cell's stored predictions as arrays (only ``variables`` if given), or None."""
+        path = self.file_path(cell_id, "predictions")
+        return None if path is None else read_netcdf(path, variables=variables)
+
+    def group(self, cell_id: str, group: str) -> dict[str, np.ndarray] | None:
+        """One group of the cell's InferenceData (``posterior``, ``log_likelihood``, ...)."""
+        path = self.file_path(cell_id, "inference_data")
+        return None if path is None else read_netcdf(path, group=group)
+
+
+def _decode(var: Any) -> np.ndarray:
+    """A netCDF variable's values with the CF fill value, scale and offset applied."""
+    values = var[...]
+    attrs = var.attrs
+    fill = attrs.get("_FillValue")
+    masked = fill is not None and not np.all(np.isnan(np.asarray(fill, dtype=float)))
+    if not masked and "scale_factor" not in attrs and "add_offset" not in attrs:
+        return values
+    out = values.astype(np.float64)
+    if masked:
+        out[values == fill] = np.nan
+    return out * attrs.get("scale_factor", 1.0) + attrs.get("add_offset", 0.0)
+
+
+def read_netcdf(
+    path: Path, group: str | None = None, variables: Iterable[str] | None = None
+) -> dict[str, np.ndarray] | None:
+    """Data variables of a netCDF-4 file (or of one of its groups) as numpy arrays.
+
+    Reads the HDF5 datasets directly (h5py), skipping dimension scales: an order of magnitude
+    faster than opening the file through xarray, which matters for suites of hundreds of cells.
+    Returns None (and logs) when the file or group cannot be read.
+    """
+    import h5py
+
+    wanted = None if variables is None else set(variables)
+    try:
+        with h5py.File(path, "r") as handle:
+            node = handle if group is None else handle.get(group)
+            if node is None:
+                return None
+            out = {}
+            for name, var in node.items():
+                if not isinstance(var, h5py.Dataset) or (wanted is not None and name not in wanted):
+                    continue
+                if var.attrs.get("CLASS") == b"DIMENSION_SCALE":
+                    continue
+                out[name] = _decode(var)
+            return out
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        logger.warning("cannot read %s%s: %s", path, f" group {group}" if group else "", err)
+        return None
+
+
+def load_results(results_dir: str | Path) -> SuiteResults:
+    """Read ``suite.json`` (optional) and every cell record under ``results_dir``."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"results folder {root} does not exist")
+    suite_path = root / SUITE_FILE
+    suite: dict[str, Any] = {}
+    if suite_path.is_file():
+        suite = json.loads(suite_path.read_text())
+    else:
+        logger.warning("%s has no %s; the report lacks the suite's metadata", root, SUITE_FILE)
+    records = read_records(root)
+    if not records:
+        logger.warning("no cell records under %s", root / "cells")
+    frame, metrics, timings = cells_frame(records)
+    results = SuiteResults(root, suite, records, frame, metrics, timings)
+    if not frame.empty:
+        # Datasets in the suite's order, so every table lists them as the sections do.
+        order = {d: i for i, d in enumerate(results.datasets())}
+        frame = frame.sort_values("dataset", key=lambda s: s.map(order), kind="stable").reset_index(
+            drop=True
+        )
+        results.cells = frame
+    return results

@@ -1,0 +1,111 @@
+"""Published UCI regression figures, the only typed-in numbers of a report.
+
+Test RMSE and test log-likelihood, mean over the standard 20 train/test splits (5 for protein)
+with one hidden layer of 50 units (100 for protein), as published. Everything else in a report is
+computed from stored results.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a published figure comes from."""
+
+    label: str
+    citation: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One published (method, dataset) result in original units."""
+
+    method: str
+    dataset: str
+    rmse: float
+    test_ll: float
+    source: Source
+
+
+GAL_README = Source(
+    label="Gal & Ghahramani 2016, repository readme",
+    citation="Y. Gal and Z. Ghahramani, Dropout as a Bayesian Approximation, ICML 2016",
+    url="https://github.com/yaringal/DropoutUncertaintyExps",
+)
+PBP_VIA_GAL = Source(
+    label="Hernández-Lobato & Adams 2015 (PBP), as listed in the Gal & Ghahramani 2016 readme",
+    citation="J. M. Hernández-Lobato and R. P. Adams, Probabilistic Backpropagation, ICML 2015",
+    url="https://github.com/yaringal/DropoutUncertaintyExps",
+)
+DEEP_ENSEMBLES = Source(
+    label="Lakshminarayanan et al. 2017, Table 1 (published NLL; test LL = -NLL)",
+    citation=(
+        "B. Lakshminarayanan, A. Pritzel and C. Blundell, Simple and Scalable Predictive "
+        "Uncertainty Estimation using Deep Ensembles, NeurIPS 2017"
+    ),
+    url="https://arxiv.org/abs/1612.01474",
+)
+
+#: Dataset folder names of the UCI benchmark (``shared/data/uci/<name>``).
+UCI_DATASETS: tuple[str, ...] = (
+    "bostonHousing",
+    "concrete",
+    "kin8nm",
+    "naval-propulsion-plant",
+    "power-plant",
+    "protein-tertiary-structure",
+    "wine-quality-red",
+)
+
+# (MC dropout RMSE, LL), (PBP RMSE, LL), (deep ensembles RMSE, NLL) per data folder name.
+_TABLE: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float]]] = {
+    "bostonHousing": ((2.97, -2.46), (3.01, -2.57), (3.28, 2.41)),
+    "concrete": ((5.23, -3.04), (5.67, -3.16), (6.03, 3.06)),
+    "kin8nm": ((0.10, 0.95), (0.10, 0.90), (0.09, -1.20)),
+    "naval-propulsion-plant": ((0.01, 3.80), (0.01, 3.73), (0.00, -5.63)),
+    "power-plant": ((4.02, -2.80), (4.12, -2.84), (4.11, 2.79)),
+    "protein-tertiary-structure": ((4.36, -2.89), (4.73, -2.97), (4.71, 2.83)),
+    "wine-quality-red": ((0.62, -0.93), (0.64, -0.97), (0.64, 0.94)),
+}
+
+# Short names (DESIGN.md, common usage) -> data folder names.
+_ALIASES = {
+    "boston": "bostonHousing",
+    "bostonhousing": "bostonHousing",
+    "housing": "bostonHousing",
+    "concrete": "concrete",
+    "kin8nm": "kin8nm",
+    "naval": "naval-propulsion-plant",
+    "navalpropulsionplant": "naval-propulsion-plant",
+    "power": "power-plant",
+    "powerplant": "power-plant",
+    "protein": "protein-tertiary-structure",
+    "proteintertiarystructure": "protein-tertiary-structure",
+    "wine": "wine-quality-red",
+    "winequalityred": "wine-quality-red",
+}
+
+
+def uci_name(dataset: str) -> str | None:
+    """The UCI data folder name for ``dataset`` (``"boston"``, ``"uci-boston"``, ...), or None."""
+    key = re.sub(r"[^a-z0-9]", "", dataset.lower())
+    if key.startswith("uci") and key not in _ALIASES:
+        key = key[3:]
+    return _ALIASES.get(key)
+
+
+def references_for(dataset: str) -> list[Reference]:
+    """Published figures for ``dataset`` (empty when it is not one of the UCI sets)."""
+    name = uci_name(dataset)
+    if name is None:
+        return []
+    dropout, pbp, ensembles = _TABLE[name]
+    return [
+        Reference("MC dropout", name, dropout[0], dropout[1], GAL_README),
+        Reference("PBP", name, pbp[0], pbp[1], PBP_VIA_GAL),
+        Reference("deep ensembles", name, ensembles[0], -ensembles[1], DEEP_ENSEMBLES),
+    ]

@@ -1,0 +1,354 @@
+"""Write a tiny, schema-valid suite results folder from real fits (no runner needed).
+
+Cells: a 1-D regression set ``sine`` (svi on Pyro, map on both backends, a 3-member ensemble and
+NUTS with two chains on NumPyro, NUTS being the reference; a failed Pyro NUTS cell with a budget
+note, a diverged SGLD cell without files, and a second split of svi.pyro with known metrics) and a
+3-class set ``blobs`` (svi on Pyro, splits 0 and 1). Metrics are computed here by hand, so the
+report is tested against numbers it did not produce.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import logsumexp
+from scipy.stats import norm
+
+from ppl_bnn import BNN, FitResult, fit, metrics
+from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
+from ppl_bnn.results import predictive_at
+
+SUITE = "tiny"
+FAILED_MESSAGE = "Pyro NUTS blew up at warmup step 3"
+TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: boom <&>'
+BUDGET_NOTE = "Pyro NUTS costs ~1 ms per gradient: num_warmup cut from 50 to 20"
+NOMINAL = np.round(np.arange(0.05, 1.0, 0.05), 2)
+
+
+def _sine(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=(n, 1))
+    return x, np.sin(3 * x[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def _blobs(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    centres = np.array([[-1.5, 0.0], [1.5, 0.0], [0.0, 1.5]])
+    return centres[y] + 0.7 * rng.normal(size=(n, 2)), y
+
+
+def _regression_eval(
+    result: FitResult, x_test: np.ndarray, y_test: np.ndarray, x_train: np.ndarray, y_train
+) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
+    pred = result.predict(x_test)
+    f = pred.f[..., 0]
+    sigma = np.broadcast_to(np.asarray(pred.noise_std, dtype=float), (f.shape[0],))
+    ll = logsumexp(norm.logpdf(y_test[None, :], f, sigma[:, None]), axis=0) - np.log(len(f))
+    pit = norm.cdf((y_test[None, :] - f) / sigma[:, None]).mean(axis=0)
+    empirical = [float(np.mean(np.abs(pit - 0.5) <= p / 2)) for p in NOMINAL]
+    metrics = {
+        "rmse": float(np.sqrt(np.mean((pred.mean - y_test) ** 2))),
+        "test_ll": float(ll.mean()),
+        "n_nonfinite_ll": float(np.sum(~np.isfinite(ll))),
+        "coverage_50": float(np.mean(np.abs(pit - 0.5) <= 0.25)),
+        "coverage_90": float(np.mean(np.abs(pit - 0.5) <= 0.45)),
+        "coverage_95": float(np.mean(np.abs(pit - 0.5) <= 0.475)),
+        "epistemic_std": float(pred.epistemic_std.mean()),
+        "total_std": float(pred.std.mean()),
+    }
+    curves = {"coverage": {"nominal": NOMINAL.tolist(), "empirical": empirical}}
+    grid = np.linspace(-1.5, 1.5, 60)[:, None]
+    gpred = result.predict(grid)
+    thin = np.linspace(0, len(f) - 1, min(len(f), 200)).astype(int)
+    data = {
+        "test_y": (("test",), y_test),
+        "test_mean": (("test",), pred.mean),
+        "test_std": (("test",), pred.std),
+        "test_epistemic_std": (("test",), pred.epistemic_std),
+        "test_f": (("draw", "test"), f[thin].astype(np.float32)),
+        "test_sigma": (("draw",), sigma[thin]),
+        "grid_x": (("grid",), grid[:, 0]),
+        "grid_mean": (("grid",), gpred.mean),
+        "grid_std": (("grid",), gpred.std),
+        "grid_epistemic_std": (("grid",), gpred.epistemic_std),
+        "train_x": (("train",), x_train[:, 0]),
+        "train_y": (("train",), y_train),
+    }
+    return metrics, curves, data
+
+
+def _classification_eval(
+    result: FitResult, x_test: np.ndarray, y_test: np.ndarray, x_ood: np.ndarray
+) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
+    probs = result.predict(x_test).probs
+    ood = result.predict(x_ood).probs
+
+    def entropy(p: np.ndarray) -> np.ndarray:
+        return -np.sum(p * np.log(np.clip(p, 1e-12, None)), axis=1)
+
+    conf, hit = probs.max(axis=1), (probs.argmax(axis=1) == y_test).astype(float)
+    edges = np.linspace(0, 1, 16)
+    bins = np.clip(np.digitize(conf, edges) - 1, 0, 14)
+    count = np.bincount(bins, minlength=15).astype(float)
+    conf_bin = np.bincount(bins, conf, 15) / np.maximum(count, 1)
+    acc_bin = np.bincount(bins, hit, 15) / np.maximum(count, 1)
+    h_test, h_ood = entropy(probs), entropy(ood)
+    auroc = float(np.mean(h_ood[:, None] > h_test[None, :]))
+    thresholds = np.linspace(0.3, 0.9, 7)
+    kept = [float(np.mean(conf >= t)) for t in thresholds]
+    acc_kept = [float(hit[conf >= t].mean()) if np.any(conf >= t) else None for t in thresholds]
+    onehot = np.eye(probs.shape[1])[y_test]
+    nll = -np.log(probs[np.arange(len(y_test)), y_test])
+    metrics = {
+        "accuracy": float(hit.mean()),
+        "nll": float(nll.mean()),
+        "n_nonfinite_nll": 0.0,
+        "brier": float(np.mean(np.sum((probs - onehot) ** 2, axis=1))),
+        "ece": float(np.sum(count / len(conf) * np.abs(acc_bin - conf_bin))),
+        "mean_entropy": float(h_test.mean()),
+        "ood_auroc": auroc,
+        "ood_mean_entropy": float(h_ood.mean()),
+    }
+    curves = {
+        "reliability": {
+            "bin_lower": edges[:-1].tolist(),
+            "bin_upper": edges[1:].tolist(),
+            "confidence": conf_bin.tolist(),
+            "accuracy": acc_bin.tolist(),
+            "count": count.tolist(),
+        },
+        "refuse": {"threshold": thresholds.tolist(), "fraction_kept": kept, "accuracy": acc_kept},
+    }
+    data = {
+        "test_y": (("test",), y_test),
+        "test_mean_probs": (("test", "class"), probs),
+        "test_entropy": (("test",), h_test),
+        "ood_entropy": (("ood",), h_ood),
+    }
+    return metrics, curves, data
+
+
+def _pruning(result: FitResult, x_test: np.ndarray, y_test: np.ndarray) -> dict[str, list]:
+    """Test LL and RMSE after zeroing the weights of lowest |mean|/std (Blundell et al. 2015)."""
+    draws = {k: v.copy() for k, v in result.draws.items()}
+    weights = [k for k in draws if k.startswith("w")]
+    snr = np.concatenate(
+        [(np.abs(draws[k].mean(axis=(0, 1))) / draws[k].std(axis=(0, 1))).ravel() for k in weights]
+    )
+    out: dict[str, list] = {"fraction": [], "test_ll": [], "rmse": []}
+    for fraction in (0.0, 0.25, 0.5, 0.75, 0.9):
+        cut = np.quantile(snr, fraction) if fraction > 0 else -np.inf
+        pruned = dict(draws)
+        for k in weights:
+            keep = np.abs(draws[k].mean(axis=(0, 1))) / draws[k].std(axis=(0, 1)) > cut
+            pruned[k] = draws[k] * keep
+        pred = predictive_at(result.backend, result.spec, pruned, x_test)
+        out["fraction"].append(fraction)
+        out["test_ll"].append(pred.log_likelihood(y_test))
+        out["rmse"].append(float(np.sqrt(np.mean((pred.mean - y_test) ** 2))))
+    return out
+
+
+def _sampler_metrics(result: FitResult, test_f: np.ndarray) -> dict[str, float]:
+    f = test_f.reshape(result.num_chains, -1, test_f.shape[-1])
+    out = metrics.prediction_diagnostics(f)
+    out.update(metrics.sampler_diagnostics(result.sample_stats, max_tree_depth=10))
+    out.update(
+        metrics.cost_metrics(
+            seconds=result.timings["sampling"],
+            ess=out["ess_bulk_median"],
+            num_grads=out["num_grads"],
+        )
+    )
+    return out
+
+
+def _record(cell: Cell, **fields: Any) -> dict[str, Any]:
+    return {
+        "cell_id": cell.cell_id,
+        "suite": cell.suite,
+        "config": cell.config(),
+        "config_hash": cell.config_hash(),
+        "status": "ok",
+        "error": None,
+        "metrics": {},
+        "curves": {},
+        "timings": {},
+        "info": {},
+        "budget_note": cell.budget_note,
+        "versions": {"python": "3.11"},
+        "machine": {"cpus": 2},
+        "started_at": "2025-01-01T00:00:00+00:00",
+        "finished_at": "2025-01-01T00:00:10+00:00",
+        "files": {},
+        **fields,
+    }
+
+
+def write_cell(root: Path, cell: Cell, result: FitResult, metrics, curves, data) -> Path:
+    """Write a fitted cell: InferenceData, predictions and the record (last)."""
+    cell_dir = root / "cells" / cell.cell_id
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    result.to_arviz().to_netcdf(str(cell_dir / IDATA_FILE), engine="h5netcdf")
+    if result.losses is not None:
+        losses = np.asarray(result.losses)
+        data["loss"] = (("member", "step") if losses.ndim == 2 else ("step",), losses)
+    xr.Dataset(data).to_netcdf(cell_dir / PREDICTIONS_FILE, engine="h5netcdf")
+    timings = {**result.timings, "predict": 0.01, "metrics": 0.01, "cell_wall": 20.0}
+    files = {"inference_data": IDATA_FILE, "predictions": PREDICTIONS_FILE}
+    record = _record(
+        cell, metrics=metrics, curves=curves, timings=timings, info=result.info, files=files
+    )
+    write_record(cell_dir, record)
+    return cell_dir
+
+
+def copy_cell(root: Path, src: Cell, dst: Cell, change: Callable[[dict], None]) -> Path:
+    """A second cell that shares ``src``'s files; ``change`` edits its record in place."""
+    src_dir, dst_dir = root / "cells" / src.cell_id, root / "cells" / dst.cell_id
+    shutil.copytree(src_dir, dst_dir)
+    record = json.loads((src_dir / "record.json").read_text())
+    record.pop("schema_version")
+    record.update(cell_id=dst.cell_id, config=dst.config(), config_hash=dst.config_hash())
+    change(record)
+    write_record(dst_dir, record)
+    return dst_dir
+
+
+def write_suite(root: Path, cells: list[Cell], reference: str | None) -> None:
+    suite = {
+        "name": SUITE,
+        "description": "Tiny suite written by the report tests.",
+        "reference": reference,
+        "environment": {
+            "git_commit": "0123456789abcdef",
+            "date": "2025-01-01T00:00:00+00:00",
+            "machine": {"cpus": 2, "platform": "test"},
+            "versions": {"python": "3.11", "numpyro": "0.22.0"},
+        },
+        "cells": [c.to_dict() for c in cells],
+        "wall_s": 60.0,
+    }
+    (root / "suite.json").write_text(json.dumps(suite, indent=2))
+
+
+def build(root: Path) -> dict[str, Cell]:
+    """Fit and write the whole tiny suite into ``root``; returns its cells by short name."""
+    model_kw: Mapping[str, Any] = {"hidden": (5,), "noise": "learned"}
+    cfg = {"hidden": [5], "noise": "learned"}
+
+    def cell(dataset: str, method: str, backend: str, split: int = 0, **kw: Any) -> Cell:
+        return Cell(SUITE, dataset, split, method, backend, 0, model=cfg, **kw)
+
+    cells: dict[str, Cell] = {}
+    x, y = _sine(0, 24)
+    xt, yt = _sine(1, 40)
+    model = BNN(x, y, **model_kw)
+    # Pyro's SVI needs no compilation; NumPyro's costs 10-40 s of JAX compile, so NumPyro runs
+    # only cheap programs (map, a small ensemble) and the NUTS reference.
+    runs = {
+        "svi_pyro": ("svi", "pyro", {"num_steps": 200, "num_draws": 50}),
+        "map_np": ("map", "numpyro", {"num_steps": 200}),
+        "map_pyro": ("map", "pyro", {"num_steps": 200}),
+        "ensemble_np": ("ensemble", "numpyro", {"num_steps": 150, "num_members": 3}),
+        "nuts_np": ("nuts", "numpyro", {"num_warmup": 50, "num_samples": 50, "num_chains": 2}),
+    }
+    for name, (method, backend, options) in runs.items():
+        c = cell("sine", method, backend, options=options)
+        result = fit(model, method, backend=backend, seed=0, **options)
+        metrics, curves, data = _regression_eval(result, xt, yt, x, y)
+        if method == "svi":
+            curves["pruning"] = _pruning(result, xt, yt)
+        if method == "nuts":
+            metrics.update(_sampler_metrics(result, np.asarray(data["test_f"][1])))
+        write_cell(root, c, result, metrics, curves, data)
+        cells[name] = c
+
+    cells["svi_pyro_1"] = cell("sine", "svi", "pyro", split=1, options=runs["svi_pyro"][2])
+
+    def second_split(record: dict) -> None:
+        record["metrics"]["rmse"] = 0.5
+        record["metrics"]["test_ll"] = -1.25
+        record["timings"]["total"] = 3.0
+
+    copy_cell(root, cells["svi_pyro"], cells["svi_pyro_1"], second_split)
+
+    failed = cell(
+        "sine",
+        "nuts",
+        "pyro",
+        options={"num_warmup": 20, "num_samples": 50, "num_chains": 2},
+        budget_note=BUDGET_NOTE,
+    )
+    error = {
+        "type": "RuntimeError",
+        "message": f"{FAILED_MESSAGE}\nsecond line of the message",
+        "traceback": TRACEBACK,
+    }
+    write_record(root / "cells" / failed.cell_id, _record(failed, status="failed", error=error))
+    cells["nuts_pyro_failed"] = failed
+
+    diverged = cell("sine", "sgld", "numpyro", options={"step_size": 1.0})
+    write_record(
+        root / "cells" / diverged.cell_id,
+        _record(
+            diverged,
+            status="diverged",
+            metrics={"rmse": 3.0, "test_ll": -40.0},
+            info={"diverged_at_step": [120]},
+        ),
+    )
+    cells["sgld_diverged"] = diverged
+
+    xc, yc = _blobs(2, 30)
+    xct, yct = _blobs(3, 30)
+    x_ood = np.random.default_rng(4).uniform(-6, 6, size=(20, 2))
+    cmodel = BNN(xc, yc, hidden=(5,), likelihood="categorical")
+    c = Cell(
+        SUITE,
+        "blobs",
+        0,
+        "svi",
+        "pyro",
+        0,
+        model={"hidden": [5]},
+        options={"num_steps": 300, "num_draws": 50},
+    )
+    result = fit(cmodel, "svi", backend="pyro", seed=0, num_steps=300, num_draws=50)
+    write_cell(root, c, result, *_classification_eval(result, xct, yct, x_ood))
+    cells["blobs_svi"] = c
+    cells["blobs_svi_1"] = Cell(
+        SUITE, "blobs", 1, "svi", "pyro", 0, model={"hidden": [5]}, options=c.options
+    )
+
+    def blobs_split(record: dict) -> None:
+        record["metrics"]["accuracy"] = 0.5
+
+    copy_cell(root, c, cells["blobs_svi_1"], blobs_split)
+    write_suite(root, list(cells.values()), reference="nuts.numpyro")
+    return cells
+
+
+def subset(src: Path, dst: Path, keep: Callable[[dict], bool], reference: str | None) -> Path:
+    """Copy the cells of ``src`` whose record satisfies ``keep`` into a new results folder."""
+    dst.mkdir(parents=True)
+    kept = []
+    for cell_dir in sorted((src / "cells").iterdir()):
+        record = json.loads((cell_dir / "record.json").read_text())
+        if keep(record):
+            shutil.copytree(cell_dir, dst / "cells" / cell_dir.name)
+            kept.append(record)
+    suite = json.loads((src / "suite.json").read_text())
+    suite["reference"] = reference
+    kept_ids = {r["cell_id"] for r in kept}
+    suite["cells"] = [c for c in suite["cells"] if Cell(**c).cell_id in kept_ids]
+    (dst / "suite.json").write_text(json.dumps(suite))
+    return dst

@@ -1,0 +1,42 @@
+"""Published UCI figures: names map to the data folders, NLL becomes LL, sources are labelled."""
+
+from __future__ import annotations
+
+import pytest
+
+from ppl_bnn.report.references import UCI_DATASETS, references_for, uci_name
+
+NAMES = {
+    "boston": "bostonHousing",
+    "bostonHousing": "bostonHousing",
+    "uci-boston": "bostonHousing",
+    "naval": "naval-propulsion-plant",
+    "naval-propulsion-plant": "naval-propulsion-plant",
+    "power-plant": "power-plant",
+    "protein": "protein-tertiary-structure",
+    "wine": "wine-quality-red",
+    "kin8nm": "kin8nm",
+    "concrete": "concrete",
+    "sine": None,
+    "digits": None,
+}
+
+
+@pytest.mark.parametrize(("name", "folder"), NAMES.items())
+def test_dataset_names(name: str, folder: str | None) -> None:
+    assert uci_name(name) == folder
+
+
+def test_every_uci_set_has_three_labelled_references() -> None:
+    for folder in UCI_DATASETS:
+        refs = references_for(folder)
+        assert [r.method for r in refs] == ["MC dropout", "PBP", "deep ensembles"]
+        assert all(r.source.label and r.source.url.startswith("https://") for r in refs)
+
+
+def test_deep_ensembles_nll_is_turned_into_a_log_likelihood() -> None:
+    kin8nm = {r.method: r for r in references_for("kin8nm")}
+    assert kin8nm["deep ensembles"].test_ll == 1.20  # published NLL -1.20
+    assert kin8nm["MC dropout"].test_ll == 0.95
+    rmse = {r.method: r.rmse for r in references_for("boston")}
+    assert rmse == {"MC dropout": 2.97, "PBP": 3.01, "deep ensembles": 3.28}
