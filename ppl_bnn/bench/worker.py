@@ -4,7 +4,8 @@ The runner starts one such process per cell, so a crash, a hang (killed at the t
 thread-pool setting never reaches another cell. The process sets its thread budget before JAX or
 torch start, fits, evaluates and writes ``inference_data.nc``, ``predictions.nc`` and, last,
 ``record.json`` into ``OUT_DIR``. A fit that raises still gets a record (``failed`` with the
-traceback, or ``diverged``); the exit status is 0 whenever a record was written.
+traceback, or ``diverged`` when the method broke down numerically); the exit status is 0
+whenever a record was written.
 """
 
 from __future__ import annotations
@@ -82,17 +83,45 @@ def _is_diverged(info: dict[str, Any]) -> bool:
     return bool(info.get("diverged") or isinstance(at, int) or info.get("members_diverged"))
 
 
-def run(cell: Cell, out_dir: Path, *, data_dir: str | None, threads: int) -> dict[str, Any]:
+class CompileCounter:
+    """Counts XLA compilations and persistent-cache hits in this process (JAX monitoring)."""
+
+    def __init__(self) -> None:
+        from jax import monitoring
+
+        self.compiles = 0
+        self.cache_hits = 0
+        monitoring.register_event_duration_secs_listener(self._on_event)
+
+    def _on_event(self, name: str, _duration: float, **_: Any) -> None:
+        if name == "/jax/core/compile/backend_compile_duration":
+            self.compiles += 1
+        elif name == "/jax/compilation_cache/cache_retrieval_time_sec":
+            self.cache_hits += 1
+
+    def as_dict(self) -> dict[str, int]:
+        return {"xla_compiles": self.compiles, "jax_cache_hits": self.cache_hits}
+
+
+def run(
+    cell: Cell,
+    out_dir: Path,
+    *,
+    data_dir: str | None,
+    threads: int,
+    jax_cache: str | None = None,
+) -> dict[str, Any]:
     """Fit and evaluate ``cell``; write its files and record into ``out_dir``."""
     from ppl_bnn import BNN, configure_runtime, fit
     from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
     from ppl_bnn.data import load_dataset
-    from ppl_bnn.methods.common import DivergedError
+    from ppl_bnn.methods.common import DivergedError, HessianError
     from ppl_bnn.timing import now
 
     record = base_record(cell)
-    record["threads"] = threads
+    record.update(threads=threads, jax_cache=jax_cache)
     start = now()
+    compiles = CompileCounter()
     try:
         configure_runtime(
             host_devices=max(1, int(cell.options.get("num_chains", 1))), torch_threads=threads
@@ -119,12 +148,15 @@ def run(cell: Cell, out_dir: Path, *, data_dir: str | None, threads: int) -> dic
             n_train=data.n_train,
             n_test=data.n_test,
         )
-    except DivergedError as err:
+    except (DivergedError, HessianError) as err:
+        # The method broke down numerically (non-finite values; for laplace, a Hessian that is
+        # not positive definite): a result about the method, reported with its message.
         record.update(status="diverged", error=_error(err))
     except Exception as err:  # every failure is recorded, never raised
         logger.exception("cell %s failed", cell.cell_id)
         record.update(status="failed", error=_error(err))
     record["timings"]["cell_wall"] = now() - start
+    record["compilation"] = compiles.as_dict()
     record["finished_at"] = timestamp()
     write_record(out_dir, record)
     return record
@@ -163,10 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.jax_cache:
         import jax
 
+        # Every program, however small: a fresh process otherwise recompiles hundreds of the
+        # eager operations that model initialisation dispatches.
         jax.config.update("jax_compilation_cache_dir", args.jax_cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    run(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads)
+    run(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads, jax_cache=args.jax_cache)
     return 0
 
 
