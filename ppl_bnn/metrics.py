@@ -29,6 +29,8 @@ from numpy.typing import ArrayLike
 from scipy.special import entr, logsumexp, ndtr, ndtri
 from scipy.stats import rankdata
 
+from ppl_bnn.io import import_arviz
+
 # Largest number of elements of a temporary array in the chunked computations (32 MiB of float64).
 _CHUNK = 1 << 22
 # Draws used by the O(S^2) pairwise term of the CRPS.
@@ -992,15 +994,6 @@ def reference_metrics_classification(
 # --- MCMC diagnostics and cost ------------------------------------------------------------------
 
 
-def _arviz() -> Any:
-    """ArviZ without its import-time notice about the 1.x refactor (this stack pins 0.23)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
-        import arviz
-
-    return arviz
-
-
 def _nan_reduce(reduce: Callable[[np.ndarray], Any], values: np.ndarray) -> float:
     """``reduce`` over the non-NaN values; NaN if there are none."""
     kept = values[~np.isnan(values)]
@@ -1046,7 +1039,7 @@ def prediction_diagnostics(draws: ArrayLike) -> dict[str, float]:
     ess_bulk = np.full(d.shape[2], np.nan)
     ess_tail = np.full(d.shape[2], np.nan)
     if finite.any():
-        az = _arviz()
+        az = import_arviz()
         x = d[:, :, finite]
         halves = x
         if num_chains == 1:

@@ -24,6 +24,9 @@ class MethodEntry:
 
 _METHODS: dict[str, MethodEntry] = {}
 
+#: Methods whose draws come from Markov chains (convergence diagnostics and ESS apply).
+MARKOV_CHAIN_METHODS = ("nuts", "hmc", "sgld", "sghmc")
+
 
 def register(name: str, options: type, runners: dict[str, Callable[..., Any]]) -> None:
     """Register method ``name`` with its options dataclass and ``{backend: runner}``."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ppl_bnn.backends import get_backend
+from ppl_bnn.io import import_arviz, write_atomic
 from ppl_bnn.model import validate_inputs
 from ppl_bnn.predictive import Prediction
 from ppl_bnn.program import noise_std
@@ -49,15 +48,6 @@ def noise_std_draws(spec: BNNSpec, draws: Mapping[str, np.ndarray]) -> np.ndarra
     return np.broadcast_to(np.asarray(noise_std(spec, draws), dtype=np.float64), (num,))
 
 
-def _arviz() -> Any:
-    """Import ArviZ without its import-time notice about the 1.x refactor (this stack pins 0.23)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
-        import arviz
-
-    return arviz
-
-
 def flatten_draws(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Merge the chain and draw axes: (chain, draw, ...) -> (chain * draw, ...)."""
     return {k: v.reshape((-1, *v.shape[2:])) for k, v in draws.items()}
@@ -70,20 +60,6 @@ def predictive_at(
     flat = flatten_draws(draws)
     f = forward_draws(backend, spec, flat, x)
     return Prediction(spec=spec, f=f, noise_std=noise_std_draws(spec, flat))
-
-
-def _write_atomic(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` then move the file into place, so ``path`` is never half-written."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 @dataclass
@@ -161,7 +137,7 @@ class FitResult:
         """``arviz.InferenceData`` with posterior, sample_stats (samplers), log_likelihood and
         observed_data groups; dims ``layer{l}_in`` / ``layer{l}_out`` / ``obs``. :meth:`attrs`
         is set on the InferenceData and on its posterior group."""
-        az = _arviz()
+        az = import_arviz()
         dims = {**self.spec.site_dims(), "y": ["obs"]}
         attrs = self.attrs()
         return az.from_dict(
@@ -179,10 +155,10 @@ class FitResult:
         out = Path(path)
         out.mkdir(parents=True, exist_ok=True)
         idata = self.to_arviz()
-        _write_atomic(out / _IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
+        write_atomic(out / _IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
         if self.variational is not None:
             dataset = _variational_dataset(self.variational)
-            _write_atomic(
+            write_atomic(
                 out / _VARIATIONAL_FILE, lambda tmp: dataset.to_netcdf(tmp, engine="h5netcdf")
             )
         meta = {
@@ -202,13 +178,13 @@ class FitResult:
         def write_json(tmp: str) -> None:
             Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True))
 
-        _write_atomic(out / _META_FILE, write_json)
+        write_atomic(out / _META_FILE, write_json)
         return out
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> FitResult:
         """Read a result written by :meth:`save`."""
-        az = _arviz()
+        az = import_arviz()
         src = Path(path)
         meta_path = src / _META_FILE
         if not meta_path.is_file():

@@ -17,13 +17,12 @@ import numpy as np
 from ppl_bnn import metrics
 from ppl_bnn.data import Dataset
 from ppl_bnn.predictive import Prediction
+from ppl_bnn.registry import MARKOV_CHAIN_METHODS
 from ppl_bnn.results import FitResult, predictive_at
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
 
-#: Methods whose draws come from Markov chains (diagnostics and ESS apply).
-SAMPLERS = ("nuts", "hmc", "sgld", "sghmc")
 #: Draws kept in ``predictions.nc`` for comparisons with a reference posterior.
 STORED_DRAWS = 200
 #: Fractions of weights removed, smallest signal-to-noise first, for the pruning curve.
@@ -182,7 +181,7 @@ def evaluate(result: FitResult, data: Dataset) -> Evaluation:
     else:
         per_draw = _classification(result, data, out)
     predicted = now()
-    if result.method in SAMPLERS:
+    if result.method in MARKOV_CHAIN_METHODS:
         _sampler(result, per_draw, out)
     steps = _optimisation_steps(result)
     if steps:

@@ -21,32 +21,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ppl_bnn.io import write_atomic
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"
 IDATA_FILE = "inference_data.nc"
 PREDICTIONS_FILE = "predictions.nc"
 STATUSES = ("ok", "failed", "timeout", "diverged")
-
-
-def write_atomic(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)``, fsync, then rename onto ``path``: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def _jsonable(value: Any) -> Any:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.bench.cell import Cell
-from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_atomic, write_record
+from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
+from ppl_bnn.io import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -121,11 +122,14 @@ def run(
     record = base_record(cell)
     record.update(threads=threads, jax_cache=jax_cache)
     start = now()
-    compiles = CompileCounter()
+    numpyro = cell.backend == "numpyro"
+    compiles = CompileCounter() if numpyro else None
     try:
-        configure_runtime(
-            host_devices=max(1, int(cell.options.get("num_chains", 1))), torch_threads=threads
-        )
+        # Each backend's runtime only: a cell never starts the other library.
+        if numpyro:
+            configure_runtime(host_devices=max(1, int(cell.options.get("num_chains", 1))))
+        else:
+            configure_runtime(torch_threads=threads)
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
         model = BNN(data.x_train, data.y_train, **model_arguments(cell.model, data))
         result = fit(model, cell.method, backend=cell.backend, seed=cell.seed, **cell.options)
@@ -156,7 +160,8 @@ def run(
         logger.exception("cell %s failed", cell.cell_id)
         record.update(status="failed", error=_error(err))
     record["timings"]["cell_wall"] = now() - start
-    record["compilation"] = compiles.as_dict()
+    if compiles is not None:
+        record["compilation"] = compiles.as_dict()
     record["finished_at"] = timestamp()
     write_record(out_dir, record)
     return record
@@ -192,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         _exit_with_parent(args.parent_pid)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     cell = Cell.from_dict(json.loads(args.cell))
-    if args.jax_cache:
+    if args.jax_cache and cell.backend == "numpyro":
         import jax
 
         # Every program, however small: a fresh process otherwise recompiles hundreds of the

@@ -24,12 +24,12 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from ppl_bnn.io import import_arviz
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Figure, slug
 from ppl_bnn.report.load import (
     METHOD_ORDER,
     SuiteResults,
-    arviz,
     backend_key,
     method_key,
 )
@@ -530,7 +530,7 @@ def rank_plot(results: SuiteResults, cell_id: str) -> Figure | None:
     data, halved = halves_if_single_chain(weight_summary(posterior))
     if not data:
         return None
-    az = arviz()
+    az = import_arviz()
     fig, axes = _grid(len(data), ncols=4, panel=(2.4, 1.9))
     az.plot_rank(data, ax=axes, kind="bars")
     for ax in axes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ppl_bnn.bench.record import read_records
+from ppl_bnn.registry import MARKOV_CHAIN_METHODS
 
 logger = logging.getLogger(__name__)
 
@@ -25,18 +25,9 @@ METHOD_ORDER = (
     "nuts", "hmc", "sgld", "sghmc", "svi", "lowrank", "fullrank", "laplace", "map", "ensemble",
 )  # fmt: skip
 BACKEND_ORDER = ("numpyro", "pyro")
-SAMPLERS = ("nuts", "hmc", "sgld", "sghmc")
+SAMPLERS = MARKOV_CHAIN_METHODS
 _REGRESSION_KEYS = {"rmse", "test_ll", "crps", "coverage_90"}
 _CLASSIFICATION_KEYS = {"accuracy", "nll", "brier", "ece"}
-
-
-def arviz() -> Any:
-    """ArviZ, imported without its notice about the 1.x refactor (this stack pins 0.23)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
-        import arviz as az
-
-    return az
 
 
 def method_key(method: str) -> tuple[int, str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ppl_bnn.data.uci import UCI_SETS
+
 
 @dataclass(frozen=True)
 class Source:
@@ -50,16 +52,8 @@ DEEP_ENSEMBLES = Source(
     url="https://arxiv.org/abs/1612.01474",
 )
 
-#: Dataset folder names of the UCI benchmark (``shared/data/uci/<name>``).
-UCI_DATASETS: tuple[str, ...] = (
-    "bostonHousing",
-    "concrete",
-    "kin8nm",
-    "naval-propulsion-plant",
-    "power-plant",
-    "protein-tertiary-structure",
-    "wine-quality-red",
-)
+#: Dataset folder names of the UCI benchmark (``<data_dir>/uci/<name>``).
+UCI_DATASETS: tuple[str, ...] = UCI_SETS
 
 # (MC dropout RMSE, LL), (PBP RMSE, LL), (deep ensembles RMSE, NLL) per data folder name.
 _TABLE: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float]]] = {

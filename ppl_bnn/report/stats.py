@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.report.load import SuiteResults, arviz, backend_key, method_key
+from ppl_bnn.io import import_arviz
+from ppl_bnn.report.load import SuiteResults, backend_key, method_key
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +243,7 @@ def loo_compare(results: SuiteResults) -> pd.DataFrame:
         ``se``, ``dse``, ``warning``) with the group keys, ``method`` and ``pareto_k_bad`` (share
         of points with Pareto k > 0.7).
     """
-    az = arviz()
+    az = import_arviz()
     cells = results.cells
     if cells.empty:
         return pd.DataFrame()
@@ -325,7 +326,7 @@ def weight_diagnostics(posterior: dict[str, np.ndarray]) -> tuple[pd.DataFrame, 
     Returns:
         The table and whether a single chain was cut into halves for it.
     """
-    az = arviz()
+    az = import_arviz()
     data = weight_summary(posterior)
     if not data:
         return pd.DataFrame(), False

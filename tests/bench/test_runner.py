@@ -15,7 +15,7 @@ import pytest
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.record import read_record, read_records, write_record
 from ppl_bnn.bench.runner import plan, run_suite
-from ppl_bnn.results import _arviz
+from ppl_bnn.io import import_arviz
 from tests.bench.conftest import FAST_SVI, tiny_suite
 
 
@@ -46,7 +46,7 @@ def test_failing_cell_does_not_stop_the_sweep_and_resume_skips_done_cells(
         ok["config"]["options"] == FAST_SVI
         and ok["config_hash"] == Cell.from_dict({**suite.cells()[0].to_dict()}).config_hash()
     )
-    idata = _arviz().from_netcdf(results / "cells" / ok["cell_id"] / "inference_data.nc")
+    idata = import_arviz().from_netcdf(results / "cells" / ok["cell_id"] / "inference_data.nc")
     assert idata.posterior["w0"].shape[:2] == (1, FAST_SVI["num_draws"])
     suite_file = json.loads((results / "suite.json").read_text())
     assert suite_file["wall_s"] > 0 and len(suite_file["cells"]) == 2
