@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_fetch_from_an_unreachable_url(tmp_path: Path, caplog: pytest.LogCapture
 
 
 def test_fetch_verifies_and_is_idempotent(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    source = Path(DEFAULT_SHARED_DATA) / "uci"
+    source = Path(os.environ.get("PPL_BNN_DATA") or DEFAULT_SHARED_DATA) / "uci"
     if not source.is_dir():
         pytest.skip(f"{source} is absent: no local copy of the UCI data to fetch from")
     args = ["data", "fetch", "uci", "--url", source.as_uri(), "--data-dir", str(tmp_path)]
