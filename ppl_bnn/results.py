@@ -79,7 +79,7 @@ class FitResult:
         losses: Loss (negative ELBO estimate) per optimisation step; (members, steps) for
             ensembles.
         variational: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
-        info: Execution details: chain method, Pyro mode (``jit_compile`` / ``eager``), threads,
+        info: Execution details: chain method, Pyro potential (``pyro_mode``) or ELBO, threads,
             ``diverged_at_step`` when an SVI loss became non-finite.
         versions: Library versions.
     """

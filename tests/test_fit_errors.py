@@ -92,12 +92,12 @@ def test_several_unknown_options_are_all_named(model: BNN) -> None:
         ("nuts", {"num_warmup": -1}, "num_warmup must be an integer >= 0, got -1"),
         ("nuts", {"num_samples": 0}, "num_samples must be an integer >= 1"),
         ("nuts", {"step_size": -0.1}, "step_size must be a finite number > 0"),
-        ("nuts", {"jit": "yes"}, "jit must be True or False, got 'yes'"),
+        ("nuts", {"potential": "fast"}, "unknown potential 'fast'; available: compiled, traced"),
         ("nuts", {"dense_mass": 1}, "dense_mass must be True or False"),
         ("hmc", {"num_chains": 0}, "num_chains must be an integer >= 1"),
         ("hmc", {"num_steps": 0}, "num_steps must be an integer >= 1"),
         ("hmc", {"trajectory_length": 0}, "trajectory_length must be a finite number > 0"),
-        ("hmc", {"jit": "yes"}, "jit must be True or False"),
+        ("hmc", {"potential": True}, "unknown potential True; available: compiled"),
     ],
 )
 @pytest.mark.parametrize("backend", BACKENDS)

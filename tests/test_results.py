@@ -67,7 +67,7 @@ def test_result_contents(results, model):
             assert np.all((stats["acceptance_rate"] >= 0) & (stats["acceptance_rate"] <= 1))
             assert np.all(stats["n_steps"] >= 1)
             assert np.all(stats["tree_depth"] <= result.options["max_tree_depth"] + 1)
-    assert results["nuts", "pyro"].info["pyro_mode"] == "jit_compile"
+    assert results["nuts", "pyro"].info["pyro_mode"] == "compiled"
     assert results["nuts", "pyro"].info["torch_threads"] == torch.get_num_threads()
     assert results["svi", "pyro"].info["elbo"] == "JitTrace_ELBO"
 

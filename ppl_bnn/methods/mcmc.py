@@ -8,9 +8,12 @@ unconstrained parameters, with leapfrog steps
           r \leftarrow r - \tfrac{\epsilon}{2}\nabla U(z),
 
 step size :math:`\epsilon` adapted by dual averaging to ``target_accept`` and a diagonal (or dense)
-mass matrix :math:`M` adapted during warmup. NumPyro runs its own ``MCMC``; Pyro runs its ``MCMC``
-on a potential built once by ``initialize_model`` (JIT-traced with ``jit=True``), so tracing is
-timed apart from warmup and sampling and every gradient evaluation is counted.
+mass matrix :math:`M` adapted during warmup. NumPyro runs its own ``MCMC``. Pyro runs its ``MCMC``
+on a potential built once before sampling, so building it (tracing, compiling) is timed apart from
+warmup and sampling and every gradient evaluation is counted: by default the Pyro model's
+potential on one flat vector, its value and gradient compiled together
+(:mod:`ppl_bnn.backends.pyro_potential`); ``potential="pyro"`` / ``"pyro_jit"`` use Pyro's own
+per-site potential from ``initialize_model`` (eager, or with ``jit_compile``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ from ppl_bnn.registry import register
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
 
+#: Pyro potentials: flat-vector ones (see :mod:`ppl_bnn.backends.pyro_potential`), then Pyro's own.
+PYRO_POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
+#: Attempts at a finite starting point, as Pyro's ``initialize_model`` makes.
+_INIT_ATTEMPTS = 100
+
 
 @dataclass(frozen=True, kw_only=True)
 class MCMCOptions:
@@ -48,7 +56,12 @@ class MCMCOptions:
         target_accept: Target acceptance probability of step-size adaptation.
         step_size: Initial leapfrog step size.
         dense_mass: Adapt a dense mass matrix instead of a diagonal one.
-        jit: Pyro only: JIT-trace the potential (``jit_compile``); NumPyro always compiles.
+        potential: Pyro only: how the potential is evaluated. ``"compiled"`` (the fastest),
+            ``"traced"`` or ``"eager"``: the Pyro model's log joint on one flat vector of
+            unconstrained parameters, with value and gradient compiled by ``torch.compile``,
+            ``torch.jit.trace``-d, or plain; ``"pyro_jit"`` / ``"pyro"``: Pyro's own per-site
+            potential from ``initialize_model`` with / without ``jit_compile`` (Pyro's default
+            path). NumPyro always compiles.
     """
 
     num_warmup: int = 500
@@ -57,7 +70,7 @@ class MCMCOptions:
     target_accept: float = 0.8
     step_size: float = 1.0
     dense_mass: bool = False
-    jit: bool = True
+    potential: str = "compiled"
 
     def __post_init__(self) -> None:
         check_positive_int("num_warmup", self.num_warmup, minimum=0)
@@ -65,9 +78,12 @@ class MCMCOptions:
         check_positive_int("num_chains", self.num_chains)
         check_probability("target_accept", self.target_accept)
         check_positive_float("step_size", self.step_size)
-        for name in ("dense_mass", "jit"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.dense_mass, bool):
+            raise ValueError(f"dense_mass must be True or False, got {self.dense_mass!r}")
+        if self.potential not in PYRO_POTENTIALS:
+            raise ValueError(
+                f"unknown potential {self.potential!r}; available: {', '.join(PYRO_POTENTIALS)}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,20 +277,61 @@ def _pyro_kernel(potential_fn: Callable, options: MCMCOptions) -> Any:
     return FixedStepsHMC(num_steps=options.num_steps, **common)
 
 
-def _run_pyro_chain(
-    program: Callable, x: Any, y: Any, options: MCMCOptions
-) -> tuple[dict, dict, dict]:
+class _PyroTarget:
+    """What a Pyro chain samples: a potential over ``{site: tensor}``, a start, and the way back
+    from the sampler's values to constrained site draws."""
+
+    def __init__(self, model: BNN, options: MCMCOptions) -> None:
+        from ppl_bnn.backends import pyro_backend as backend
+
+        self.options = options
+        self.x, self.y = backend.data(model.spec, model.x, model.y)
+        self.program = backend.model(model.spec)
+        self.flat = None
+        self.mode = options.potential
+        if options.potential not in ("pyro", "pyro_jit"):
+            from ppl_bnn.backends.pyro_potential import FlatPotential
+
+            self.flat = FlatPotential(model.spec, self.x, self.y, mode=options.potential)
+            self.mode = self.flat.mode
+
+    def start(self) -> tuple[dict, Callable, dict]:
+        """``(initial_params, potential_fn, transforms)`` for one chain, from torch's generator."""
+        import torch
+        from pyro.infer.mcmc.util import initialize_model
+
+        if self.flat is None:
+            init, potential_fn, transforms, _ = initialize_model(
+                self.program,
+                model_args=(self.x, self.y),
+                jit_compile=self.options.potential == "pyro_jit",
+                skip_jit_warnings=True,
+            )
+            return init, potential_fn, transforms
+        flat = self.flat
+        for _ in range(_INIT_ATTEMPTS):  # uniform(-2, 2) in unconstrained space, as NumPyro's
+            z = torch.rand(flat.size) * 4 - 2  # and Pyro's default init_to_uniform
+            with torch.no_grad():
+                if torch.isfinite(flat.energy(z, self.x, self.y)):
+                    return {"z": z}, lambda params: flat(params["z"]), {}
+        raise RuntimeError(f"no finite potential at {_INIT_ATTEMPTS} random starting points")
+
+    def draws(self, samples: dict) -> dict[str, np.ndarray]:
+        """Constrained draws per site from the sampler's samples."""
+        if self.flat is None:
+            return {k: v.detach().numpy() for k, v in samples.items()}
+        return self.flat.constrained(samples["z"].detach().numpy())
+
+
+def _run_pyro_chain(target: _PyroTarget, options: MCMCOptions) -> tuple[dict, dict, dict]:
     """One Pyro chain: ``(draws, sample_stats, timings)``."""
     from pyro.infer import MCMC
-    from pyro.infer.mcmc.util import initialize_model
     from pyro.ops.integrator import potential_grad
 
     start = now()
-    init_params, potential_fn, transforms, _ = initialize_model(
-        program, model_args=(x, y), jit_compile=options.jit, skip_jit_warnings=True
-    )
+    init_params, potential_fn, transforms = target.start()
     potential = _CountingPotential(potential_fn)
-    potential_grad(potential, init_params)  # traces (and with jit, compiles) the potential
+    potential_grad(potential, init_params)  # traces (with pyro_jit) the potential
     potential.calls = 0
     recorder = _PyroRecorder(potential)
     mcmc = MCMC(
@@ -292,31 +349,30 @@ def _run_pyro_chain(
     warm = recorder.warmup_end if recorder.warmup_end is not None else run_start
     stats = {k: np.asarray(v) for k, v in recorder.stats.items()}
     timings = {"compile": run_start - start, "warmup": warm - run_start, "sampling": end - warm}
-    draws = {k: v.detach().numpy() for k, v in mcmc.get_samples().items()}
-    return draws, stats, timings
+    return target.draws(mcmc.get_samples()), stats, timings
 
 
 def run_pyro(model: BNN, options: MCMCOptions, seed: int) -> RunOutput:
     import torch
 
-    from ppl_bnn.backends import pyro_backend as backend
-
-    x, y = backend.data(model.spec, model.x, model.y)
-    program = backend.model(model.spec)
+    start = now()
+    target = _PyroTarget(model, options)
+    build = now() - start
     chains = []
     for chain in range(options.num_chains):
         with seeded_torch(child_seed(seed, f"mcmc_chain{chain}")):
-            chains.append(_run_pyro_chain(program, x, y, options))
+            chains.append(_run_pyro_chain(target, options))
     draws, stats, timings = (
         {k: np.stack([part[k] for part in parts]) for k in parts[0]}
         for parts in zip(*chains, strict=True)
     )
     timings = {phase: float(seconds.sum()) for phase, seconds in timings.items()}
+    timings["compile"] += build
     if isinstance(options, NUTSOptions):
         stats["tree_depth"] = tree_depth(stats["n_steps"])
     info = {
         "chain_method": "sequential",
-        "pyro_mode": "jit_compile" if options.jit else "eager",
+        "pyro_mode": target.mode,
         "torch_threads": torch.get_num_threads(),
     }
     return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)

@@ -1,0 +1,59 @@
+"""One flat vector for all of a model's sites, and back.
+
+Samplers that work on a single array (Pyro's kernels on a flat potential, the performance
+probes) lay the unconstrained sites end to end in :meth:`BNNSpec.sites` order. The same slicing
+code serves numpy arrays and torch tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ppl_bnn.spec import BNNSpec
+
+
+@dataclass(frozen=True)
+class FlatLayout:
+    """Where each site sits in the flat vector.
+
+    Attributes:
+        names: Site names, in the spec's order.
+        shapes: Shape of one draw of each site.
+    """
+
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def of(cls, spec: BNNSpec) -> FlatLayout:
+        sites = spec.sites()
+        return cls(tuple(s.name for s in sites), tuple(tuple(s.shape) for s in sites))
+
+    @property
+    def size(self) -> int:
+        """Length of the flat vector."""
+        return sum(prod(shape) for shape in self.shapes)
+
+    def unflatten(self, z: Any) -> dict[str, Any]:
+        """``z`` shaped (..., size), numpy or torch, as ``{site: (..., *shape)}`` views."""
+        out, start = {}, 0
+        batch = tuple(z.shape[:-1])
+        for name, shape in zip(self.names, self.shapes, strict=True):
+            size = prod(shape)
+            out[name] = z[..., start : start + size].reshape(batch + shape)
+            start += size
+        return out
+
+    def flatten(self, params: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Sites shaped (..., *shape) as one float32 array (..., size)."""
+        parts = []
+        for name, shape in zip(self.names, self.shapes, strict=True):
+            value = np.asarray(params[name], dtype=np.float32)
+            batch = value.shape[: value.ndim - len(shape)]
+            parts.append(value.reshape(*batch, prod(shape)))
+        return np.concatenate(parts, axis=-1)
