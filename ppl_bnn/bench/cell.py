@@ -1,4 +1,5 @@
-"""A benchmark cell: one (dataset, split, method, backend, seed) with everything that fixes it."""
+"""What the runner runs, each in its own process: a :class:`Cell` (one fit on one dataset split,
+evaluated) or a :class:`Probe` (one performance measurement)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,62 @@ class Cell:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Cell:
         return cls(**data)
+
+
+PROBE_KINDS = ("floor", "method", "overhead", "predict", "scaling", "throughput")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measurement to run in its own process.
+
+    Attributes:
+        suite: Name of the suite.
+        name: Identifier, unique within the suite (the directory of its record).
+        kind: One of :data:`PROBE_KINDS`.
+        params: Everything the measurement needs (problem, options, repeats, ...).
+        timeout_s: Wall-clock limit of the probe's process.
+        budget_note: Why this probe's budget differs, or None.
+    """
+
+    suite: str
+    name: str
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 600.0
+    budget_note: str | None = None
+
+    @property
+    def cell_id(self) -> str:
+        return self.name
+
+    @property
+    def dataset(self) -> str:
+        return str(self.params.get("dataset", ""))
+
+    @property
+    def method(self) -> str:
+        return str(self.params.get("method", self.kind))
+
+    @property
+    def backend(self) -> str:
+        return str(self.params.get("backend", ""))
+
+    def config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "params": self.params}
+
+    def config_hash(self) -> str:
+        payload = json.dumps({"schema": SCHEMA_VERSION, **self.config()}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Probe:
+        return cls(**data)
+
+
+def cell_from_dict(data: dict[str, Any]) -> Cell | Probe:
+    """A :class:`Cell` or :class:`Probe` from its :meth:`to_dict` form."""
+    return Probe.from_dict(data) if "kind" in data else Cell.from_dict(data)

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.cell import cell_from_dict
 from ppl_bnn.bench.record import read_record, write_record
 from ppl_bnn.bench.worker import base_record, thread_environment, timestamp
 from ppl_bnn.runtime import cpu_count
@@ -62,7 +62,7 @@ def run_cell_process(
 
     Plain arguments only, so the function can be shipped to a Dask worker.
     """
-    cell = Cell.from_dict(cell_dict)
+    cell = cell_from_dict(cell_dict)
     threads = threads or dask_threads() or 1
     final = Path(cells_dir) / cell.cell_id
     final.parent.mkdir(parents=True, exist_ok=True)

@@ -85,6 +85,7 @@ def write_suite_file(suite: Suite, results_dir: Path, cells: list[Cell], **extra
     """``suite.json``: the suite, its cells and the environment it ran in."""
     data = {
         "name": suite.name,
+        "kind": getattr(suite, "kind", "fit"),
         "description": suite.description,
         "reference": None if suite.reference is None else ".".join(suite.reference),
         "environment": environment(),
@@ -139,6 +140,11 @@ def run_suite(
     logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
                 len(kept))  # fmt: skip
 
+    if getattr(suite, "kind", "fit") == "perf":
+        # Probes time things: one at a time, locally, each with every core to itself.
+        if dask_address or (jobs or 1) > 1:
+            logger.info("%s: performance probes run one at a time on this machine", suite.name)
+        dask_address, jobs = None, 1
     if dask_address:
         executor_cm, threads = dask_executor(dask_address), None
     else:

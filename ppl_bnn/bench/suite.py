@@ -170,14 +170,22 @@ def suite_path(name_or_path: str | Path) -> Path:
     return candidate
 
 
-def load_suite(name_or_path: str | Path) -> Suite:
-    """Read and validate a suite (by name from ``benchmarks/`` or by path)."""
+def load_suite(name_or_path: str | Path) -> Any:
+    """Read and validate a suite (by name from ``benchmarks/`` or by path): a :class:`Suite`, or a
+    :class:`~ppl_bnn.bench.perf_suite.PerfSuite` for ``kind = "perf"``."""
     path = suite_path(name_or_path)
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise SuiteError(f"{path}: not valid TOML: {err}") from err
-    return parse_suite(raw, where=str(path))
+    kind = raw.get("kind", "fit")
+    if kind == "perf":
+        from ppl_bnn.bench.perf_suite import parse_perf_suite
+
+        return parse_perf_suite(raw, where=str(path))
+    if kind != "fit":
+        raise SuiteError(f'{path}: kind must be "fit" or "perf", got {kind!r}')
+    return parse_suite({k: v for k, v in raw.items() if k != "kind"}, where=str(path))
 
 
 def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.cell import Cell, Probe, cell_from_dict
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.io import write_atomic
 
@@ -167,6 +167,31 @@ def run(
     return record
 
 
+def run_probe_cell(
+    probe: Probe, out_dir: Path, *, data_dir: str | None, threads: int
+) -> dict[str, Any]:
+    """Run a performance probe; its rows go into the record's ``perf`` list."""
+    from ppl_bnn import configure_runtime
+    from ppl_bnn.bench.probes import run_probe
+    from ppl_bnn.timing import now
+    from ppl_bnn.versions import library_versions
+
+    record = base_record(probe)
+    record.update(threads=threads)
+    start = now()
+    try:
+        configure_runtime(host_devices=1, torch_threads=threads)
+        rows = run_probe(probe, data_dir)
+        record.update(status="ok", perf=rows, versions=library_versions())
+    except Exception as err:  # every failure is recorded, never raised
+        logger.exception("probe %s failed", probe.cell_id)
+        record.update(status="failed", error=_error(err))
+    record["timings"]["cell_wall"] = now() - start
+    record["finished_at"] = timestamp()
+    write_record(out_dir, record)
+    return record
+
+
 def _error(err: BaseException) -> dict[str, str]:
     return {"type": type(err).__name__, "message": str(err), "traceback": traceback.format_exc()}
 
@@ -196,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent_pid is not None:
         _exit_with_parent(args.parent_pid)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    cell = Cell.from_dict(json.loads(args.cell))
-    if args.jax_cache and cell.backend == "numpyro":
+    cell = cell_from_dict(json.loads(args.cell))
+    if args.jax_cache and cell.backend != "pyro":
         import jax
 
         # Every program, however small: a fresh process otherwise recompiles hundreds of the
@@ -206,7 +231,16 @@ def main(argv: list[str] | None = None) -> int:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    run(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads, jax_cache=args.jax_cache)
+    if isinstance(cell, Probe):
+        run_probe_cell(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads)
+    else:
+        run(
+            cell,
+            args.out_dir,
+            data_dir=args.data_dir,
+            threads=args.threads,
+            jax_cache=args.jax_cache,
+        )
     return 0
 
 

@@ -6,8 +6,9 @@ PosixPath('reports/default/index.html')
 
 Writes ``index.html`` (self-contained: inline CSS, base64 PNG figures), ``report.md`` (the same
 tables, figures linked from ``figures/``), ``figures/*.png`` and ``results.csv`` (one row per
-cell). Every number comes from the stored records and netCDF files, except published reference
-figures (:mod:`ppl_bnn.report.references`), which are labelled with their source.
+cell; for a performance suite, one row per measured quantity, see :mod:`.perf`). Every number
+comes from the stored records and netCDF files, except published reference figures
+(:mod:`ppl_bnn.report.references`), which are labelled with their source.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ppl_bnn.report.build import build_document
 from ppl_bnn.report.html import render_html
 from ppl_bnn.report.load import SuiteResults, load_results
 from ppl_bnn.report.markdown import render_markdown
+from ppl_bnn.report.perf import build_perf_document, rows_frame
 
 logger = logging.getLogger(__name__)
 
@@ -60,13 +62,17 @@ def render_report(results_dir: str | Path, out_dir: str | Path | None = None) ->
     results = load_results(results_dir)
     out = Path(out_dir) if out_dir is not None else Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
-    document = build_document(results)
+    perf = results.suite.get("kind") == "perf"
+    document = build_perf_document(results) if perf else build_document(results)
     figures = out / FIGURES_DIR
     figures.mkdir(exist_ok=True)
     shown = document.figures()
     for figure in shown:
         _write(figures / f"{figure.name}.png", figure.png)
-    _write(out / CSV_FILE, results_csv(results))
+    _write(
+        out / CSV_FILE,
+        rows_frame(results.records).to_csv(index=False) if perf else results_csv(results),
+    )
     _write(out / MARKDOWN_FILE, render_markdown(document, FIGURES_DIR))
     index = out / HTML_FILE
     _write(index, render_html(document))

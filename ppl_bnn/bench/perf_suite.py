@@ -1,0 +1,213 @@
+"""Performance suites: TOML files (``kind = "perf"``) that expand into probes.
+
+A probe measures cost instead of fitting for quality. It runs in its own process like a cell
+(same timeout, staging, atomic record and resume), but the runner runs probes one at a time on
+an otherwise idle machine, so that no probe's timing is disturbed by another::
+
+    name = "perf"
+    kind = "perf"
+    repeats = 3                 # every timing is repeated; min and median are reported
+    timeout_s = 600
+
+    [problems.sine]             # a model bound to a dataset
+    dataset = "sine"
+    model = { hidden = [20, 20], activation = "tanh" }
+
+    [floor]                     # bare gradients and Pyro's kernel cost, per problem
+    problems = ["sine"]
+    torch_calls = 500
+    jax_calls = 5000
+    kernel_draws = 100
+
+    [[methods]]                 # cost of one (method, backend[, variant]) through ``fit``
+    problem = "sine"
+    method = "nuts"
+    backend = "pyro"
+    variant = "pyro_jit"        # a label; defaults to the backend's default path
+    options = { potential = "pyro_jit", num_warmup = 50, num_samples = 50 }
+
+    [overhead]                  # fit vs the library called directly (NumPyro)
+    problem = "sine"
+    nuts = { num_warmup = 200, num_samples = 200 }
+    svi = { num_steps = 3000 }
+
+    [predict]                   # draws x points through FitResult.predict
+    problem = "diabetes"
+    draws = 1000
+    points = 10000
+
+    [scaling]                   # growth with data size and width
+    n = [500, 5000, 50000]
+    width = [10, 50, 200]
+    base_n = 500
+    base_width = 50
+
+    [throughput]                # cells per second with --jobs 1 and --jobs 2
+    cells = 4
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ppl_bnn.bench.cell import PROBE_KINDS, Probe
+from ppl_bnn.bench.suite import SuiteError, _check_keys
+
+_KEYS = {"name", "kind", "description", "repeats", "timeout_s", "problems", *PROBE_KINDS}
+_KEYS = (_KEYS - {"method"}) | {"methods"}
+
+
+@dataclass(frozen=True)
+class PerfSuite:
+    """A parsed performance suite; :meth:`cells` lists its probes in run order."""
+
+    name: str
+    description: str
+    probes: tuple[Probe, ...]
+    kind: str = "perf"
+    reference: None = None
+
+    def cells(
+        self,
+        *,
+        max_splits: int | None = None,
+        data_dir: object = None,
+        only: Mapping[str, set[str]] | None = None,
+    ) -> list[Probe]:
+        """The probes (``max_splits`` and ``data_dir`` do not apply); ``only`` filters by
+        dataset, method (a probe kind or a method name) and backend."""
+        out = list(self.probes)
+        if only:
+            out = [p for p in out if all(getattr(p, k) in v for k, v in only.items() if v)]
+        return out
+
+
+def _problem(where: str, problems: Mapping[str, Any], name: str) -> dict[str, Any]:
+    if name not in problems:
+        raise SuiteError(f"{where}: unknown problem {name!r}; defined: {sorted(problems)}")
+    return dict(problems[name])
+
+
+def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSuite:
+    """Validate a performance suite given as the parsed TOML."""
+    from ppl_bnn.data import dataset_names
+    from ppl_bnn.registry import get_method, make_options
+
+    _check_keys(where, raw, _KEYS)
+    name = str(raw.get("name", ""))
+    if not name:
+        raise SuiteError(f"{where}: missing required key 'name'")
+    repeats = raw.get("repeats", 3)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise SuiteError(f"{where}: repeats must be an integer >= 1, got {repeats!r}")
+    timeout = raw.get("timeout_s", 600)
+    if not isinstance(timeout, int | float) or timeout <= 0:
+        raise SuiteError(f"{where}: timeout_s must be a positive number, got {timeout!r}")
+    problems = {k: dict(v) for k, v in raw.get("problems", {}).items()}
+    for key, problem in problems.items():
+        _check_keys(f"{where} [problems.{key}]", problem, {"dataset", "model", "max_train"})
+        if problem.get("dataset") not in dataset_names():
+            raise SuiteError(
+                f"{where} [problems.{key}]: unknown dataset {problem.get('dataset')!r}"
+            )
+
+    probes: list[Probe] = []
+
+    def add(name: str, kind: str, params: dict[str, Any], note: str | None = None) -> None:
+        params = {**params, "repeats": params.get("repeats", repeats)}
+        if (
+            isinstance(params["repeats"], bool)
+            or not isinstance(params["repeats"], int)
+            or params["repeats"] < 1
+        ):
+            raise SuiteError(f"{where}: {name}: repeats must be an integer >= 1")
+        probes.append(Probe(raw["name"], name, kind, params, float(timeout), note))
+
+    floor = raw.get("floor")
+    if floor is not None:
+        _check_keys(
+            f"{where} [floor]",
+            floor,
+            {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats"},
+        )
+        for key in floor.get("problems", []):
+            problem = _problem(f"{where} [floor]", problems, key)
+            settings = {k: v for k, v in floor.items() if k != "problems"}
+            add(f"floor-{key}", "floor", {"problem": key, **problem, **settings})
+    for i, entry in enumerate(raw.get("methods", [])):
+        loc = f"{where} [[methods]] #{i + 1}"
+        _check_keys(
+            loc,
+            entry,
+            {"problem", "method", "backend", "variant", "options", "budget_note", "repeats"},
+        )
+        problem = _problem(loc, problems, entry.get("problem", ""))
+        options = dict(entry.get("options", {}))
+        try:
+            make_options(get_method(entry.get("method", ""), entry.get("backend", "")), options)
+        except (TypeError, ValueError) as err:
+            raise SuiteError(f"{loc}: {err}") from err
+        variant = entry.get("variant", "default")
+        params = {
+            "problem": entry["problem"],
+            **problem,
+            "method": entry["method"],
+            "backend": entry["backend"],
+            "variant": variant,
+            "options": options,
+            **({"repeats": entry["repeats"]} if "repeats" in entry else {}),
+        }
+        label = f"{entry['problem']}-{entry['method']}-{entry['backend']}-{variant}"
+        add(f"method-{label}", "method", params, entry.get("budget_note"))
+    overhead = raw.get("overhead")
+    if overhead is not None:
+        _check_keys(f"{where} [overhead]", overhead, {"problem", "nuts", "svi", "repeats"})
+        problem = _problem(f"{where} [overhead]", problems, overhead.get("problem", ""))
+        settings = {k: dict(overhead.get(k, {})) for k in ("nuts", "svi")}
+        settings.update({k: overhead[k] for k in ("repeats",) if k in overhead})
+        add(
+            f"overhead-{overhead['problem']}",
+            "overhead",
+            {"problem": overhead["problem"], **problem, **settings, "backend": "numpyro"},
+        )
+    predict = raw.get("predict")
+    if predict is not None:
+        _check_keys(f"{where} [predict]", predict, {"problem", "draws", "points", "repeats"})
+        problem = _problem(f"{where} [predict]", problems, predict.get("problem", ""))
+        settings = {k: int(predict.get(k, d)) for k, d in (("draws", 1000), ("points", 10000))}
+        settings.update({k: predict[k] for k in ("repeats",) if k in predict})
+        add("predict", "predict", {"problem": predict["problem"], **problem, **settings})
+    scaling = raw.get("scaling")
+    if scaling is not None:
+        keys = {
+            "n",
+            "width",
+            "base_n",
+            "base_width",
+            "input_dim",
+            "torch_calls",
+            "jax_calls",
+            "nuts",
+            "repeats",
+        }
+        _check_keys(f"{where} [scaling]", scaling, keys)
+        base_n, base_width = int(scaling.get("base_n", 500)), int(scaling.get("base_width", 50))
+        grid = [(n, base_width) for n in scaling.get("n", [])]
+        grid += [(base_n, w) for w in scaling.get("width", []) if (base_n, w) not in grid]
+        settings = {
+            k: scaling[k]
+            for k in ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats")
+            if k in scaling
+        }
+        for n, width in grid:
+            add(f"scaling-n{n}-width{width}", "scaling", {"n": n, "width": width, **settings})
+    throughput = raw.get("throughput")
+    if throughput is not None:
+        _check_keys(f"{where} [throughput]", throughput, {"cells", "repeats", "svi", "nuts"})
+        settings = {k: throughput[k] for k in ("repeats", "svi", "nuts") if k in throughput}
+        add("throughput", "throughput", {"cells": int(throughput.get("cells", 4)), **settings})
+    if not probes:
+        raise SuiteError(f"{where}: a performance suite needs at least one probe")
+    return PerfSuite(name=name, description=str(raw.get("description", "")), probes=tuple(probes))

@@ -1,0 +1,318 @@
+"""Performance probes: what each (method, backend) costs, measured against its backend's floor.
+
+Every probe returns ``rows``: one per measured quantity, with the values of every repeat and
+their min and median, all from the same process and run (:func:`run_probe`). Ratios are formed
+by the report from rows of the same run, never from numbers measured elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ppl_bnn.bench.perf_suite import Probe
+from ppl_bnn.model import BNN
+from ppl_bnn.timing import CompileClock, now
+
+logger = logging.getLogger(__name__)
+
+
+def row(quantity: str, values: Sequence[float], unit: str = "s", **labels: Any) -> dict[str, Any]:
+    """One measured quantity: every repeat's value, their min and median, and labels."""
+    vals = [float(v) for v in values]
+    finite = [v for v in vals if np.isfinite(v)]
+    return {
+        "quantity": quantity,
+        "unit": unit,
+        **labels,
+        "values": vals,
+        "min": min(finite) if finite else float("nan"),
+        "median": statistics.median(finite) if finite else float("nan"),
+    }
+
+
+def problem_model(params: dict[str, Any], data_dir: str | None = None) -> tuple[BNN, Any]:
+    """The probe's model bound to its dataset's training split, and the dataset."""
+    from ppl_bnn.bench.worker import model_arguments
+    from ppl_bnn.data import load_dataset
+
+    limits = {"max_train": params["max_train"]} if params.get("max_train") else {}
+    data = load_dataset(params["dataset"], data_dir=data_dir, **limits)
+    model = BNN(data.x_train, data.y_train, **model_arguments(params.get("model", {}), data))
+    return model, data
+
+
+def synthetic_model(n: int, width: int, input_dim: int = 8, seed: int = 0) -> BNN:
+    """A regression BNN with one tanh layer of ``width`` units on ``n`` synthetic points."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, input_dim))
+    y = np.sin(x.sum(axis=1) / np.sqrt(input_dim)) + 0.1 * rng.normal(size=n)
+    return BNN(x, y, hidden=(width,), activation="tanh", noise="learned")
+
+
+def _floor_rows(model: BNN, params: dict[str, Any], **labels: Any) -> list[dict[str, Any]]:
+    from ppl_bnn.bench import floors
+
+    repeats = params["repeats"]
+    rows = [
+        row(
+            "grad_s",
+            floors.jax_gradient(model, calls=params.get("jax_calls", 5000), repeats=repeats),
+            backend="numpyro",
+            variant="bare_jit",
+            **labels,
+        )
+    ]
+    torch_costs = floors.torch_gradients(
+        model, calls=params.get("torch_calls", 500), repeats=repeats
+    )
+    compile_s = torch_costs.pop("pyro_compile_s")
+    for variant, values in torch_costs.items():
+        rows.append(row("grad_s", values, backend="pyro", variant=variant, **labels))
+    rows.append(row("compile_s", compile_s, backend="pyro", variant="pyro_compiled", **labels))
+    return rows
+
+
+def floor(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """Bare gradients on both backends and Pyro's NUTS and HMC kernel cost per leapfrog step."""
+    from ppl_bnn.bench import floors
+    from ppl_bnn.flat import FlatLayout
+
+    params = probe.params
+    model, _ = problem_model(params, data_dir)
+    labels = {"problem": params["problem"]}
+    rows = _floor_rows(model, params, **labels)
+    size = FlatLayout.of(model.spec).size
+    draws = params.get("kernel_draws", 100)
+    for kernel in ("nuts", "hmc"):
+        values = floors.pyro_kernel(size, kernel=kernel, draws=draws, repeats=params["repeats"])
+        rows.append(row("kernel_s_per_step", values, backend="pyro", variant=kernel, **labels))
+    rows.append(row("num_params", [size], unit="", backend="", variant="", **labels))
+    return rows
+
+
+def method(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """``fit`` + evaluation, repeated: compile, per gradient / per step, per effective sample."""
+    from ppl_bnn import fit
+    from ppl_bnn.bench.evaluate import evaluate
+
+    params = probe.params
+    model, data = problem_model(params, data_dir)
+    collected: dict[str, list[float]] = {}
+    info: dict[str, Any] = {}
+    for _ in range(params["repeats"]):
+        result = fit(
+            model, params["method"], backend=params["backend"], seed=0, **params["options"]
+        )
+        metrics = evaluate(result, data).metrics
+        info = result.info
+        values = {
+            "compile_s": result.timings.get("compile", float("nan")),
+            "run_s": result.timings.get("warmup", 0.0) + result.timings.get("sampling", 0.0),
+            "grad_s": metrics.get("s_per_grad", float("nan")),
+            "step_s": metrics.get("s_per_step", float("nan")),
+            "ess_bulk_median": metrics.get("ess_bulk_median", float("nan")),
+            "s_per_ess": 1.0 / metrics["ess_per_s"] if metrics.get("ess_per_s") else float("nan"),
+            "test_ll": metrics.get("test_ll", float("nan")),
+        }
+        for key, value in values.items():
+            collected.setdefault(key, []).append(value)
+    labels = {
+        "problem": params["problem"],
+        "method": params["method"],
+        "backend": params["backend"],
+        "variant": params["variant"],
+        "mode": info.get("pyro_mode") or info.get("elbo") or "",
+        "threads": info.get("torch_threads", ""),
+    }
+    return [
+        row(k, v, unit="" if k in ("ess_bulk_median", "test_ll") else "s", **labels)
+        for k, v in collected.items()
+        if np.isfinite(v).any()
+    ]
+
+
+def _seconds_apart_from_compiling(fn: Callable[[], Any]) -> float:
+    """Wall seconds of ``fn()`` less the JAX compilation inside it."""
+    with CompileClock() as clock:
+        start = now()
+        fn()
+        end = now()
+    return (end - start) - clock.compile_seconds(start, end)
+
+
+def overhead(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """NumPyro NUTS and SVI through ``fit`` vs the same algorithm called directly in NumPyro on
+    the same model, keys and settings: wall time of the whole call less JAX compilation.
+
+    ``fit`` also computes the pointwise training log-likelihood and converts draws to numpy;
+    that is part of its overhead. The direct SVI call draws ``num_draws`` from the guide too.
+    """
+    import jax
+    from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO, init_to_uniform
+    from numpyro.infer.autoguide import AutoNormal
+    from numpyro.optim import Adam
+
+    from ppl_bnn import fit
+    from ppl_bnn.backends import numpyro_backend as backend
+    from ppl_bnn.methods.mcmc import NUTSOptions
+    from ppl_bnn.methods.svi import SVIOptions
+    from ppl_bnn.seeding import child_seed
+
+    params = probe.params
+    model, _ = problem_model(params, data_dir)
+    program = backend.model(model.spec)
+    x, y = backend.data(model.spec, model.x, model.y)
+    nuts, svi = NUTSOptions(**params["nuts"]), SVIOptions(**params["svi"])
+
+    def direct_nuts() -> None:
+        kernel = NUTS(
+            program,
+            max_tree_depth=nuts.max_tree_depth,
+            target_accept_prob=nuts.target_accept,
+            step_size=nuts.step_size,
+            init_strategy=init_to_uniform,
+        )
+        mcmc = MCMC(
+            kernel, num_warmup=nuts.num_warmup, num_samples=nuts.num_samples, progress_bar=False
+        )
+        mcmc.warmup(jax.random.PRNGKey(child_seed(0, "mcmc_warmup")), x, y)
+        mcmc.run(jax.random.PRNGKey(child_seed(0, "mcmc_sample")), x, y)
+        jax.block_until_ready(mcmc.get_samples())
+
+    def direct_svi() -> None:
+        guide = AutoNormal(program, init_scale=svi.init_scale)
+        engine = SVI(program, guide, Adam(svi.learning_rate), Trace_ELBO())
+        key_fit, key_draw = jax.random.split(jax.random.PRNGKey(child_seed(0, "svi")))
+        out = engine.run(key_fit, svi.num_steps, x, y, progress_bar=False)
+        draws = guide.sample_posterior(key_draw, out.params, sample_shape=(svi.num_draws,))
+        jax.block_until_ready(draws)
+
+    calls = {
+        ("nuts", "fit"): lambda: fit(model, "nuts", backend="numpyro", **params["nuts"]),
+        ("nuts", "direct"): direct_nuts,
+        ("svi", "fit"): lambda: fit(model, "svi", backend="numpyro", **params["svi"]),
+        ("svi", "direct"): direct_svi,
+    }
+    seconds: dict[tuple[str, str], list[float]] = {key: [] for key in calls}
+    for _ in range(params["repeats"]):
+        for key, call in calls.items():
+            seconds[key].append(_seconds_apart_from_compiling(call))
+    return [
+        row("call_s", values, problem=params["problem"], method=m, backend="numpyro", variant=how)
+        for (m, how), values in seconds.items()
+    ]
+
+
+def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """``FitResult.predict`` of ``draws`` posterior draws at ``points`` inputs, per backend
+    (the first call, which compiles, is reported apart)."""
+    from ppl_bnn import fit
+
+    params = probe.params
+    model, _ = problem_model(params, data_dir)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(params["points"], model.spec.input_dim))
+    rows = []
+    for backend in ("numpyro", "pyro"):
+        result = fit(model, "svi", backend=backend, seed=0, num_steps=10, num_draws=params["draws"])
+        start = now()
+        result.predict(x)
+        first = now() - start
+        values = []
+        for _ in range(params["repeats"]):
+            start = now()
+            pred = result.predict(x)
+            values.append(now() - start)
+        assert pred.f.shape[:2] == (params["draws"], params["points"])
+        labels = {
+            "problem": params["problem"],
+            "backend": backend,
+            "draws": params["draws"],
+            "points": params["points"],
+        }
+        rows.append(row("predict_s", values, variant="warm", **labels))
+        rows.append(row("predict_s", [first], variant="first_call", **labels))
+    return rows
+
+
+def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """Floors and NUTS per gradient on both backends for one (n, width) of a synthetic set."""
+    from ppl_bnn import fit
+
+    params = probe.params
+    model = synthetic_model(params["n"], params["width"], params.get("input_dim", 8))
+    labels = {"n": params["n"], "width": params["width"]}
+    rows = _floor_rows(model, params, **labels)
+    nuts = params.get("nuts", {"num_warmup": 30, "num_samples": 30, "max_tree_depth": 5})
+    for backend in ("numpyro", "pyro"):
+        grads, compiles = [], []
+        for _ in range(params["repeats"]):
+            result = fit(model, "nuts", backend=backend, seed=0, **nuts)
+            grads.append(result.timings["sampling"] / max(1, result.sample_stats["n_steps"].sum()))
+            compiles.append(result.timings["compile"])
+        mode = result.info.get("pyro_mode", "")
+        rows.append(row("nuts_grad_s", grads, backend=backend, variant=mode or "nuts", **labels))
+        rows.append(
+            row("compile_s", compiles, backend=backend, variant=f"nuts {mode}".strip(), **labels)
+        )
+    return rows
+
+
+def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """Wall time of the same CPU-bound cells (half Pyro SVI, half NumPyro NUTS on the sine set,
+    options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``, no JAX cache."""
+    from ppl_bnn.bench.runner import run_suite
+    from ppl_bnn.bench.suite import parse_suite
+
+    half = max(1, probe.params["cells"] // 2)
+    raw = {
+        "name": "throughput",
+        "seeds": list(range(half)),
+        "backends": ["numpyro", "pyro"],
+        "model": {"hidden": [20, 20], "activation": "tanh"},
+        "datasets": [{"name": "sine", "exclude": ["svi.numpyro", "nuts.pyro"]}],
+        "methods": {
+            "svi": probe.params.get("svi", {"num_steps": 2000, "num_draws": 200}),
+            "nuts": probe.params.get(
+                "nuts", {"num_warmup": 300, "num_samples": 300, "max_tree_depth": 6}
+            ),
+        },
+    }
+    suite = parse_suite(raw, where="throughput probe")
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(probe.params["repeats"]):
+        for jobs in (1, 2):
+            with tempfile.TemporaryDirectory() as tmp:
+                summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=None)
+            if not summary.ok:
+                raise RuntimeError(
+                    f"throughput probe: cells failed with --jobs {jobs}: {summary.failed_cells}"
+                )
+            walls[jobs].append(summary.wall_s)
+    cells = len(suite.cells())
+    return [
+        row("sweep_wall_s", walls[jobs], variant=f"jobs{jobs}", cells=cells, backend="")
+        for jobs in (1, 2)
+    ]
+
+
+PROBES: dict[str, Callable[[Probe, str | None], list[dict[str, Any]]]] = {
+    "floor": floor,
+    "method": method,
+    "overhead": overhead,
+    "predict": predict,
+    "scaling": scaling,
+    "throughput": throughput,
+}
+
+
+def run_probe(probe: Probe, data_dir: str | None = None) -> list[dict[str, Any]]:
+    """The rows of ``probe``'s measurement."""
+    return PROBES[probe.kind](probe, data_dir)

@@ -1,0 +1,34 @@
+"""The floors measure the same potential as the models' own, and return one cost per repeat."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ppl_bnn.backends import pyro_backend
+from ppl_bnn.backends.pyro_potential import FlatPotential
+from ppl_bnn.bench import floors
+from tests.backends.test_parity import CASES, _model
+
+
+@pytest.mark.parametrize(("hidden", "activation", "kwargs"), CASES)
+def test_bare_torch_potential_equals_the_pyro_models(hidden, activation, kwargs):
+    model = _model(hidden, activation, kwargs)
+    x, y = pyro_backend.data(model.spec, model.x, model.y)
+    reference = FlatPotential(model.spec, x, y, mode="eager")
+    bare = floors.bare_torch_energy(model.spec)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        z = torch.tensor(rng.uniform(-2, 2, reference.size).astype(np.float32))
+        np.testing.assert_allclose(
+            float(bare(z, x, y)), float(reference.energy(z, x, y)), rtol=2e-5
+        )
+
+
+def test_floor_timings_are_positive_per_repeat():
+    model = _model((4,), "tanh", {"noise": "learned"})
+    jax_costs = floors.jax_gradient(model, calls=50, repeats=2)
+    kernel = floors.pyro_kernel(10, kernel="hmc", draws=5, repeats=2)
+    for costs in (jax_costs, kernel):
+        assert len(costs) == 2 and all(0 < c < 1 for c in costs)

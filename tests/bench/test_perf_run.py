@@ -1,0 +1,92 @@
+"""A tiny performance suite end to end: every probe kind in its own process, then the report,
+whose ratios must be the quotients of stored rows."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from ppl_bnn.bench.perf_suite import parse_perf_suite
+from ppl_bnn.bench.record import read_records
+from ppl_bnn.bench.runner import run_suite
+from ppl_bnn.report import render_report
+from ppl_bnn.report.perf import floors, headline, rows_frame
+
+TINY_NUTS = {"num_warmup": 5, "num_samples": 8, "max_tree_depth": 2}
+RAW = {
+    "name": "tinyperf",
+    "kind": "perf",
+    "repeats": 2,
+    "timeout_s": 300,
+    "problems": {"sine": {"dataset": "sine", "model": {"hidden": [3]}}},
+    "floor": {"problems": ["sine"], "torch_calls": 3, "jax_calls": 10, "kernel_draws": 4},
+    "methods": [
+        {"problem": "sine", "method": "svi", "backend": "numpyro",
+         "options": {"num_steps": 20, "num_draws": 10}},
+        {"problem": "sine", "method": "nuts", "backend": "pyro", "variant": "compiled",
+         "options": TINY_NUTS, "budget_note": "tiny on purpose"},
+    ],
+    "overhead": {"problem": "sine", "nuts": TINY_NUTS, "svi": {"num_steps": 20}, "repeats": 1},
+    "predict": {"problem": "sine", "draws": 20, "points": 50, "repeats": 1},
+    "scaling": {"n": [40], "width": [3], "base_n": 40, "base_width": 3, "torch_calls": 2,
+                "jax_calls": 5, "nuts": TINY_NUTS, "repeats": 1},
+    "throughput": {"cells": 2, "repeats": 1, "svi": {"num_steps": 20, "num_draws": 10},
+                   "nuts": TINY_NUTS},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def perf_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("perf") / "tinyperf"
+    summary = run_suite(parse_perf_suite(RAW), results, jobs=2)
+    assert summary.ok, summary.failed_cells
+    return results
+
+
+def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
+    records = {r["cell_id"]: r for r in read_records(perf_results)}
+    assert set(records) == {
+        "floor-sine",
+        "method-sine-svi-numpyro-default",
+        "method-sine-nuts-pyro-compiled",
+        "overhead-sine",
+        "predict",
+        "scaling-n40-width3",
+        "throughput",
+    }
+    for record in records.values():
+        assert record["status"] == "ok", record.get("error")
+        assert record["perf"], record["cell_id"]
+        for entry in record["perf"]:
+            finite = [v for v in entry["values"] if v is not None and math.isfinite(v)]
+            assert entry["min"] == min(finite), (record["cell_id"], entry["quantity"])
+    floor_rows = {(r["quantity"], r["variant"]): r for r in records["floor-sine"]["perf"]}
+    assert len(floor_rows["grad_s", "bare_jit"]["values"]) == 2
+    assert {("kernel_s_per_step", "nuts"), ("grad_s", "pyro_compiled")} <= set(floor_rows)
+    nuts = {r["quantity"]: r for r in records["method-sine-nuts-pyro-compiled"]["perf"]}
+    assert nuts["grad_s"]["mode"] == "compiled" and nuts["grad_s"]["median"] > 0
+    assert records["method-sine-nuts-pyro-compiled"]["budget_note"] == "tiny on purpose"
+    walls = {r["variant"] for r in records["throughput"]["perf"]}
+    assert walls == {"jobs1", "jobs2"}
+
+
+def test_perf_report_ratios_are_quotients_of_stored_rows(perf_results: Path) -> None:
+    index = render_report(perf_results)
+    html = index.read_text()
+    frame = rows_frame(read_records(perf_results))
+    f = floors(frame, "sine")
+    nuts = frame[
+        (frame["quantity"] == "grad_s") & (frame["probe"] == "method-sine-nuts-pyro-compiled")
+    ]
+    expected = float(nuts["median"].iloc[0]) / f["pyro_nuts"]
+    ratios = {what: value for what, value, _ in headline(frame)}
+    key = "Pyro NUTS (compiled) per gradient / floor (kernel + cheapest bare torch gradient)"
+    assert ratios[key] == pytest.approx(expected)
+    assert f["pyro_nuts"] == pytest.approx(f["kernel"] + f["torch_bare"])
+    for section in ("Headline ratios", "Floors", "Overhead of fit", "Parallel cells", "Growth"):
+        assert section in html
+    assert "tiny on purpose" in html
+    assert (perf_results / "figures" / "perf-cost.png").is_file()
+    assert (perf_results / "results.csv").read_text().startswith("probe,")

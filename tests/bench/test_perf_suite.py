@@ -1,0 +1,78 @@
+"""Performance suites: the shipped one parses; bad ones are refused with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ppl_bnn.bench.cell import Probe, cell_from_dict
+from ppl_bnn.bench.perf_suite import parse_perf_suite
+from ppl_bnn.bench.suite import SuiteError, load_suite
+
+
+def _raw(**changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "name": "p",
+        "kind": "perf",
+        "problems": {"sine": {"dataset": "sine", "model": {"hidden": [4]}}},
+        "floor": {"problems": ["sine"], "torch_calls": 5},
+        "methods": [{"problem": "sine", "method": "svi", "backend": "numpyro"}],
+    }
+    raw.update(changes)
+    return raw
+
+
+def test_shipped_perf_suite_expands_into_uniquely_named_probes():
+    suite = load_suite("perf")
+    probes = suite.cells()
+    names = [p.name for p in probes]
+    assert len(names) == len(set(names))
+    kinds = {p.kind for p in probes}
+    assert kinds == {"floor", "method", "overhead", "predict", "scaling", "throughput"}
+    scaling = {(p.params["n"], p.params["width"]) for p in probes if p.kind == "scaling"}
+    assert {(500, 50), (5000, 50), (50000, 50), (500, 10), (500, 200)} == scaling
+    only_pyro = suite.cells(only={"backend": {"pyro"}})
+    assert only_pyro and all(p.backend == "pyro" for p in only_pyro)
+
+
+def test_probe_round_trips_and_hashes_its_config():
+    probe = parse_perf_suite(_raw()).cells()[0]
+    again = cell_from_dict(probe.to_dict())
+    assert isinstance(again, Probe) and again == probe
+    changed = Probe(probe.suite, probe.name, probe.kind, {**probe.params, "torch_calls": 6})
+    assert changed.config_hash() != probe.config_hash()
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"floor": {"problems": ["cosine"]}}, r"unknown problem 'cosine'; defined: \['sine'\]"),
+        ({"floor": {"problem": ["sine"]}}, r"\[floor\]: unknown keys \['problem'\]"),
+        ({"repeats": 0}, "repeats must be an integer >= 1, got 0"),
+        ({"bogus": 1}, r"unknown keys \['bogus'\]"),
+        (
+            {
+                "methods": [
+                    {
+                        "problem": "sine",
+                        "method": "svi",
+                        "backend": "numpyro",
+                        "options": {"num_step": 3},
+                    }
+                ]
+            },
+            r"#1: .*num_step",
+        ),
+        (
+            {"methods": [{"problem": "sine", "method": "svi", "backend": "stan"}]},
+            "unknown backend 'stan'",
+        ),
+        ({"problems": {"sine": {"dataset": "nope"}}}, "unknown dataset 'nope'"),
+        ({"floor": None, "methods": []}, "needs at least one probe"),
+    ],
+)
+def test_bad_perf_suites_are_refused(changes, match):
+    raw = {k: v for k, v in _raw(**changes).items() if v is not None}
+    with pytest.raises(SuiteError, match=match):
+        parse_perf_suite(raw)
