@@ -22,22 +22,13 @@ SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
 _VARIATIONAL_FILE = "variational.nc"
 _META_FILE = "fit.json"
-#: Upper bound on floats held by one chunk of a vectorised forward pass.
-_CHUNK_FLOATS = 2**25
 
 
 def forward_draws(
     backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
 ) -> np.ndarray:
-    """Outputs ``f`` (S, N, out) for flat draws (S, ...), vectorised in memory-bounded chunks."""
-    impl = get_backend(backend)
-    num = next(iter(draws.values())).shape[0]
-    chunk = max(1, _CHUNK_FLOATS // (x.shape[0] * max(spec.widths)))
-    parts = [
-        impl.forward_draws(spec, {k: v[i : i + chunk] for k, v in draws.items()}, x)
-        for i in range(0, num, chunk)
-    ]
-    return np.concatenate(parts, axis=0)
+    """Outputs ``f`` (S, N, out) for flat draws (S, ...), vectorised over draws."""
+    return get_backend(backend).forward_draws(spec, draws, x)
 
 
 def noise_std_draws(spec: BNNSpec, draws: Mapping[str, np.ndarray]) -> np.ndarray | None:

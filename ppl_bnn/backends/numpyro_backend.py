@@ -14,6 +14,7 @@ import numpyro.distributions
 import numpyro.handlers
 from numpyro.infer.util import log_density as _numpyro_log_density
 
+from ppl_bnn.backends import draws_per_batch
 from ppl_bnn.program import PPL, bnn_model, forward
 from ppl_bnn.spec import BNNSpec
 
@@ -81,10 +82,15 @@ def grad_log_density(
 
 
 @lru_cache(maxsize=32)
-def _forward_fn(spec: BNNSpec):
-    return jax.jit(partial(forward, spec, activation=PPL_NUMPYRO.activations[spec.activation]))
+def _forward_fn(spec: BNNSpec, batch: int):
+    one_draw = partial(forward, spec, activation=PPL_NUMPYRO.activations[spec.activation])
+
+    def over_draws(params, x):
+        return jax.lax.map(lambda p: one_draw(p, x), params, batch_size=batch)
+
+    return jax.jit(over_draws)
 
 
 def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
-    out = _forward_fn(spec)(_as_params(params), jnp.asarray(x, dtype=jnp.float32))
-    return np.asarray(out)
+    fn = _forward_fn(spec, draws_per_batch(spec, x.shape[0]))
+    return np.asarray(fn(_as_params(params), jnp.asarray(x, dtype=jnp.float32)))

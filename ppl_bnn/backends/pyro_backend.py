@@ -12,6 +12,7 @@ import pyro.distributions
 import torch
 from pyro import poutine
 
+from ppl_bnn.backends import draws_per_batch
 from ppl_bnn.program import PPL, bnn_model, forward
 from ppl_bnn.spec import BNNSpec
 
@@ -81,11 +82,13 @@ def grad_log_density(
 
 
 def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    x_t = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    num = next(iter(params.values())).shape[0]
+    batch = draws_per_batch(spec, x_t.shape[0])
+    out = np.empty((num, x_t.shape[0], spec.output_dim), dtype=np.float32)
+    activation = PPL_PYRO.activations[spec.activation]
     with torch.no_grad():
-        out = forward(
-            spec,
-            _as_params(params),
-            torch.as_tensor(np.asarray(x, dtype=np.float32)),
-            PPL_PYRO.activations[spec.activation],
-        )
-    return out.numpy()
+        for start in range(0, num, batch):
+            part = _as_params({k: v[start : start + batch] for k, v in params.items()})
+            out[start : start + batch] = forward(spec, part, x_t, activation).numpy()
+    return out

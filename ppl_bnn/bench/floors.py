@@ -138,10 +138,16 @@ def _time_torch_gradient(fn: Callable, size: int, *, calls: int, repeats: int) -
     return out
 
 
-def torch_gradients(model: BNN, *, calls: int, repeats: int) -> dict[str, list[float]]:
-    """Seconds per gradient of each torch potential: ``bare_eager``, ``bare_traced`` and the
-    Pyro model's flat potential ``pyro_eager``, ``pyro_traced``, ``pyro_compiled``, plus the
-    compile seconds of the last (``pyro_compile_s``)."""
+TORCH_VARIANTS = ("bare_eager", "bare_traced", "pyro_eager", "pyro_traced", "pyro_compiled")
+
+
+def torch_gradients(
+    model: BNN, *, calls: int, repeats: int, variants: tuple[str, ...] = TORCH_VARIANTS
+) -> dict[str, list[float]]:
+    """Seconds per gradient of each torch potential in ``variants``: ``bare_eager``,
+    ``bare_traced`` and the Pyro model's flat potential ``pyro_eager``, ``pyro_traced``,
+    ``pyro_compiled``, plus the compile seconds of the last (``pyro_compile_s``, NaN when not
+    measured)."""
     from ppl_bnn.backends import pyro_backend as backend
     from ppl_bnn.backends.pyro_potential import FlatPotential, jit_trace
 
@@ -158,6 +164,8 @@ def torch_gradients(model: BNN, *, calls: int, repeats: int) -> dict[str, list[f
     }
     compile_s = math.nan
     for mode in ("eager", "traced", "compiled"):
+        if f"pyro_{mode}" not in variants:
+            continue
         start = now()
         potential = FlatPotential(spec, x, y, mode=mode)
         if mode == "compiled":
@@ -167,6 +175,7 @@ def torch_gradients(model: BNN, *, calls: int, repeats: int) -> dict[str, list[f
     out = {
         name: _time_torch_gradient(fn, size, calls=calls, repeats=repeats)
         for name, fn in fns.items()
+        if name in variants
     }
     out["pyro_compile_s"] = [compile_s]
     return out

@@ -124,6 +124,21 @@ def run_suite(
         force: Rerun every cell.
         jax_cache: JAX persistent compilation cache directory shared by the cells.
     """
+    if getattr(suite, "kind", "fit") == "perf":
+        # Probes time things: by default one at a time, each with every core to itself.
+        if dask_address:
+            raise ValueError(
+                f"{suite.name} is a performance suite: its probes time this machine, so they run "
+                "locally (drop --dask-address)"
+            )
+        if (jobs or 1) > 1:
+            logger.warning(
+                "%s: %d performance probes at once measure each other's load; the figures are "
+                "only comparable with --jobs 1 (the default for performance suites)",
+                suite.name,
+                jobs,
+            )
+        jobs = jobs or 1
     start = now()
     results = Path(results_dir)
     cells_dir = results / "cells"
@@ -140,11 +155,6 @@ def run_suite(
     logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
                 len(kept))  # fmt: skip
 
-    if getattr(suite, "kind", "fit") == "perf":
-        # Probes time things: one at a time, locally, each with every core to itself.
-        if dask_address or (jobs or 1) > 1:
-            logger.info("%s: performance probes run one at a time on this machine", suite.name)
-        dask_address, jobs = None, 1
     if dask_address:
         executor_cm, threads = dask_executor(dask_address), None
     else:

@@ -32,3 +32,14 @@ def test_floor_timings_are_positive_per_repeat():
     kernel = floors.pyro_kernel(10, kernel="hmc", draws=5, repeats=2)
     for costs in (jax_costs, kernel):
         assert len(costs) == 2 and all(0 < c < 1 for c in costs)
+
+
+def test_torch_gradients_times_only_the_variants_asked_for():
+    model = _model((4,), "tanh", {"noise": "learned"})
+    costs = floors.torch_gradients(
+        model, calls=3, repeats=2, variants=("bare_eager", "pyro_traced")
+    )
+    compile_s = costs.pop("pyro_compile_s")
+    assert set(costs) == {"bare_eager", "pyro_traced"}
+    assert np.isnan(compile_s).all()
+    assert all(len(v) == 2 and all(0 < c < 1 for c in v) for v in costs.values())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ppl_bnn.bench.cell import Probe, cell_from_dict
 from ppl_bnn.bench.perf_suite import parse_perf_suite
+from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.bench.suite import SuiteError, load_suite
 
 
@@ -76,3 +78,9 @@ def test_bad_perf_suites_are_refused(changes, match):
     raw = {k: v for k, v in _raw(**changes).items() if v is not None}
     with pytest.raises(SuiteError, match=match):
         parse_perf_suite(raw)
+
+
+def test_perf_suite_refuses_a_dask_cluster_before_writing_anything(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"performance suite.*drop --dask-address"):
+        run_suite(parse_perf_suite(_raw()), tmp_path / "p", dask_address="tcp://127.0.0.1:1")
+    assert not (tmp_path / "p").exists()
