@@ -85,7 +85,7 @@ def write_suite_file(suite: Suite, results_dir: Path, cells: list[Cell], **extra
     """``suite.json``: the suite, its cells and the environment it ran in."""
     data = {
         "name": suite.name,
-        "kind": getattr(suite, "kind", "fit"),
+        "kind": suite.kind,
         "description": suite.description,
         "reference": None if suite.reference is None else ".".join(suite.reference),
         "environment": environment(),
@@ -124,7 +124,7 @@ def run_suite(
         force: Rerun every cell.
         jax_cache: JAX persistent compilation cache directory shared by the cells.
     """
-    if getattr(suite, "kind", "fit") == "perf":
+    if suite.kind == "perf":
         # Probes time things: by default one at a time, each with every core to itself.
         if dask_address:
             raise ValueError(

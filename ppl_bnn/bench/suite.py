@@ -86,6 +86,7 @@ class Suite:
     datasets: tuple[DatasetEntry, ...]
     methods: dict[str, dict[str, Any]]
     reference: tuple[str, str] | None = None
+    kind: str = "fit"
 
     def cells(
         self,

@@ -304,13 +304,18 @@ def _simple_table(
 
 
 def cost_figure(frame: pd.DataFrame) -> Figure | None:
-    """Per gradient (samplers) and per effective sample, log scale, per (method, backend, path)."""
+    """Per gradient (HMC/NUTS), per step (SVI, SGLD) and per effective sample, log scale, per
+    (method, backend, path)."""
     part = frame[frame["probe"].str.startswith("method-")]
-    panels = [("grad_s", "seconds per gradient"), ("s_per_ess", "seconds per effective sample")]
+    panels = [
+        ("grad_s", "seconds per gradient"),
+        ("step_s", "seconds per step"),
+        ("s_per_ess", "seconds per effective sample"),
+    ]
     panels = [(q, t) for q, t in panels if (part["quantity"] == q).any()]
     if not panels:
         return None
-    fig = MplFigure(figsize=(6.2 * len(panels), 3.6), dpi=100, layout="constrained")
+    fig = MplFigure(figsize=(5.0 * len(panels), 4.2), dpi=100, layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     problem = str(part["problem"].iloc[0])
     f = floors(frame, problem)
@@ -341,10 +346,11 @@ def cost_figure(frame: pd.DataFrame) -> Figure | None:
             for key, style, label in (
                 ("jax", ":", "JAX floor"),
                 ("pyro_nuts", "--", "Pyro NUTS floor"),
+                ("pyro_nuts_strict", "-.", "Pyro NUTS strict floor"),
             ):
                 if math.isfinite(f[key]):
                     ax.axvline(f[key], color="0.3", linestyle=style, linewidth=1, label=label)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     caption = (
         f"Cost on {problem} through fit(), log scale: medians over repeats (circles NumPyro, "
         "squares Pyro) and the fastest repeat (dots); vertical lines mark the floors measured in "
