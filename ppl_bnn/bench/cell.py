@@ -6,13 +6,33 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from ppl_bnn.bench.record import SCHEMA_VERSION
 
 
+class _Runnable:
+    """What cells and probes share: a config hash for resuming and a plain-dict form for
+    sending to another process."""
+
+    def config(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def config_hash(self) -> str:
+        """SHA-256 of the canonical JSON of :meth:`config` and the record schema version."""
+        payload = json.dumps({"schema": SCHEMA_VERSION, **self.config()}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
+
+
 @dataclass(frozen=True)
-class Cell:
+class Cell(_Runnable):
     """One fit to run and evaluate.
 
     Attributes:
@@ -51,24 +71,12 @@ class Cell:
             out.pop(key)
         return out
 
-    def config_hash(self) -> str:
-        """SHA-256 of the canonical JSON of :meth:`config` and the record schema version."""
-        payload = json.dumps({"schema": SCHEMA_VERSION, **self.config()}, sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Cell:
-        return cls(**data)
-
 
 PROBE_KINDS = ("floor", "method", "overhead", "predict", "scaling", "throughput")
 
 
 @dataclass(frozen=True)
-class Probe:
+class Probe(_Runnable):
     """One measurement to run in its own process.
 
     Attributes:
@@ -105,17 +113,6 @@ class Probe:
 
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "params": self.params}
-
-    def config_hash(self) -> str:
-        payload = json.dumps({"schema": SCHEMA_VERSION, **self.config()}, sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Probe:
-        return cls(**data)
 
 
 def cell_from_dict(data: dict[str, Any]) -> Cell | Probe:
