@@ -84,6 +84,7 @@ def test_several_unknown_options_are_all_named(model: BNN) -> None:
         ("svi", {"num_particles": True}, "num_particles must be an integer >= 1"),
         ("svi", {"init_scale": 0.0}, "init_scale must be a finite number > 0"),
         ("svi", {"jit": "yes"}, "jit must be True or False, got 'yes'"),
+        ("svi", {"update": "sgd"}, "unknown update 'sgd'; available: fused, pyro"),
         ("nuts", {"target_accept": 1.5}, r"target_accept must be in \(0, 1\), got 1.5"),
         ("nuts", {"target_accept": 1.0}, r"target_accept must be in \(0, 1\)"),
         ("nuts", {"target_accept": 0.0}, "target_accept must be a finite number > 0"),
