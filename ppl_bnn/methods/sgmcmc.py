@@ -27,15 +27,15 @@ for a minibatch :math:`B` of size :math:`b` drawn without replacement at every s
 :math:`p^{1/\tau}` (labelled tempered).
 
 Two drivers feed a builder's ``step``: a JAX one (``lax.scan`` per chain, chains vectorised with
-``vmap``) and a torch one (a Python loop per chain with its own ``torch.Generator``, optionally over
-a ``torch.jit.trace`` of the log density). A step whose log density or state is not finite stops
-that chain; the draws taken before it are kept (chains are cut to a common length).
+``vmap``) and a torch one (a Python loop per chain with its own ``torch.Generator``, moving one
+flat vector on the Pyro model's flat potential, ``torch.jit.trace``-d by default). A step whose
+log density or state is not finite stops that chain; the draws taken before it are kept (chains
+are cut to a common length).
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -78,7 +78,7 @@ class SGMCMCOptions:
             :data:`FULL_BATCH_LIMIT` points and :data:`DEFAULT_BATCH_SIZE` above.
         num_chains: Independent chains, each started from its own prior draw.
         temperature: :math:`\\tau`; 1 is the Bayesian posterior.
-        jit: Pyro only: JIT-trace the log density once (``torch.jit.trace``); NumPyro always
+        jit: Pyro only: JIT-trace the flat potential once (``torch.jit.trace``); NumPyro always
             compiles.
     """
 
@@ -314,52 +314,36 @@ def run_numpyro(
     return _finish(name, draws, stats, np.asarray(carry[1]), options, timings, info)
 
 
-def _jit_trace(fn: Callable, example: list) -> Callable:
-    """``torch.jit.trace`` of the Pyro log density, as Pyro's own ``jit_compile`` does it."""
-    import pyro
-    import torch
-
-    with warnings.catch_warnings(), pyro.validation_enabled(False):
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace")
-        return torch.jit.trace(fn, tuple(example), check_trace=False)
-
-
 def run_pyro(name: str, build: Builder, model: BNN, options: SGMCMCOptions, seed: int) -> RunOutput:
-    """Run ``build``'s sampler on Pyro: a Python loop per chain, its own ``torch.Generator``."""
+    """Run ``build``'s sampler on Pyro: a Python loop per chain, its own ``torch.Generator``.
+
+    The chain moves one flat vector of unconstrained parameters on the Pyro model's flat
+    potential (:class:`~ppl_bnn.backends.pyro_potential.FlatPotential`, traced unless
+    ``jit=False``); the updates are elementwise, so a flat position takes the steps that one
+    array per site would, at a fraction of the per-step cost.
+    """
     import torch
 
     from ppl_bnn.backends import pyro_backend as backend
-    from ppl_bnn.program import constrain, site_transforms
+    from ppl_bnn.backends.pyro_potential import FlatPotential
 
     spec = model.spec
     x, y = backend.data(spec, model.x, model.y)
     n = model.num_data
     batch = options.resolved_batch_size(n)
-    log_joint = backend.log_joint(spec)
-    transforms = site_transforms(spec, backend.PPL_PYRO)
     init, step = build(options)
-    names = [site.name for site in spec.sites()]
-
-    def flat_log_density(*args):
-        theta, log_det = constrain(transforms, dict(zip(names, args[:-2], strict=True)))
-        return log_joint(theta, args[-2], args[-1], n / batch) + log_det
-
     starts = _initial_positions(model, options.num_chains, seed, name)
     start = now()
-    log_density = flat_log_density
-    if options.jit:
-        example = [torch.as_tensor(starts[0][k]) for k in names] + [x[:batch], y[:batch]]
-        log_density = _jit_trace(flat_log_density, example)
+    potential = FlatPotential(
+        spec, x[:batch], y[:batch], likelihood_scale=n / batch,
+        mode="traced" if options.jit else "eager",
+    )  # fmt: skip
     timings = {"compile": now() - start, "warmup": 0.0, "sampling": 0.0}
-    draws_per_chain, stats_per_chain, diverged_at = [], [], []
+    flat_per_chain, stats_per_chain, diverged_at = [], [], []
     for chain, position in enumerate(starts):
         generator = torch.Generator().manual_seed(child_seed(seed, f"{name}_chain{chain}"))
-        with torch.no_grad():
-            state = init({k: torch.tensor(v) for k, v in position.items()})
-        state = state._replace(position={k: v.requires_grad_() for k, v in state.position.items()})
-        chain_draws = {s.name: [] for s in spec.sites()}
-        chain_stats = {"step_size": [], "lp": []}
+        state = init({"z": torch.as_tensor(potential.layout.flatten(position))})
+        kept_z, chain_stats = [], {"step_size": [], "lp": []}
         diverged, warm = -1, None
         start = now()
         for t in range(options.num_steps):
@@ -370,26 +354,22 @@ def run_pyro(name: str, build: Builder, model: BNN, options: SGMCMCOptions, seed
                 xb, yb = x[idx], y[idx]
             else:
                 xb, yb = x, y
-            lp = log_density(*(state.position[k] for k in names), xb, yb)
-            grads = torch.autograd.grad(lp, [state.position[k] for k in names])
+            z = state.position["z"].detach().requires_grad_()
+            energy = potential(z, xb, yb)
+            (grad,) = torch.autograd.grad(energy, z)
             with torch.no_grad():
-                noise = {
-                    k: torch.randn(v.shape, generator=generator) for k, v in state.position.items()
-                }
-                new, info = step(state, lp.detach(), dict(zip(names, grads, strict=True)), noise)
-                finite = torch.isfinite(lp) and all(
+                noise = torch.randn(potential.size, generator=generator)
+                new, info = step(state, -energy.detach(), {"z": -grad}, {"z": noise})
+                finite = torch.isfinite(energy) and all(
                     torch.isfinite(v).all() for v in _site_arrays(new)
                 )
             if not finite:
                 diverged = t
                 break
-            state = new._replace(position={k: v.requires_grad_() for k, v in new.position.items()})
+            state = new
             kept_step = t - options.num_burnin + 1
             if kept_step > 0 and kept_step % options.thinning == 0:
-                with torch.no_grad():
-                    theta, _ = constrain(transforms, state.position)
-                for k, v in theta.items():
-                    chain_draws[k].append(v.detach().numpy().copy())
+                kept_z.append(state.position["z"].numpy().copy())
                 chain_stats["step_size"].append(float(info.step_size))
                 chain_stats["lp"].append(float(info.log_density))
         end = now()
@@ -397,20 +377,17 @@ def run_pyro(name: str, build: Builder, model: BNN, options: SGMCMCOptions, seed
         timings["warmup"] += warm - start
         timings["sampling"] += end - warm
         diverged_at.append(diverged)
-        draws_per_chain.append(chain_draws)
+        flat_per_chain.append(kept_z)
         stats_per_chain.append(chain_stats)
     kept = _kept_draws(np.asarray(diverged_at), options)
     length = int(kept.min())
-    sites = {s.name: s for s in spec.sites()}
-    draws = {
-        k: np.stack(
-            [
-                np.asarray(d[k][:length], dtype=np.float32).reshape(length, *sites[k].shape)
-                for d in draws_per_chain
-            ]
-        )
-        for k in sites
-    }
+    flat = np.stack(
+        [np.asarray(z[:length], dtype=np.float32).reshape(length, potential.size)
+         for z in flat_per_chain]
+    )  # fmt: skip
+    # No draw at all only when a chain diverged at once, which _finish reports as an error.
+    constrained = potential.constrained(flat) if length else {}
+    draws = {k: v.astype(np.float32) for k, v in constrained.items()}
     stats = {
         k: np.stack([np.asarray(s[k][:length]) for s in stats_per_chain])
         for k in ("step_size", "lp")
@@ -418,6 +395,7 @@ def run_pyro(name: str, build: Builder, model: BNN, options: SGMCMCOptions, seed
     info = {
         "batch_size": batch,
         "chain_method": "sequential",
+        "potential": potential.mode,
         "torch_threads": torch.get_num_threads(),
     }
     return _finish(name, draws, stats, np.asarray(diverged_at), options, timings, info)
