@@ -21,9 +21,9 @@ DATA_DIR_DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the test suite (pass pytest arguments after ``--``)."""
+    """Run the test suite on every core (pass pytest arguments after ``--``)."""
     session.install("-e", ".[test]")
-    session.run("pytest", *(session.posargs or ["-q"]), env=_data_env())
+    session.run("pytest", *(session.posargs or ["-q", "-n", "auto"]), env=_data_env())
 
 
 def _data_env() -> dict[str, str]:

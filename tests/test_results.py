@@ -12,8 +12,8 @@ from ppl_bnn import BNN, FitResult, fit
 
 RUNS = {
     "svi": {"num_steps": 300, "num_draws": 200},
-    "nuts": {"num_warmup": 100, "num_samples": 100, "num_chains": 2, "max_tree_depth": 6},
-    "sgld": {"num_burnin": 500, "num_samples": 100, "thinning": 10, "step_size": 1e-3},
+    "nuts": {"num_warmup": 50, "num_samples": 60, "num_chains": 2, "max_tree_depth": 4},
+    "sgld": {"num_burnin": 200, "num_samples": 60, "thinning": 5, "step_size": 1e-3},
 }
 
 

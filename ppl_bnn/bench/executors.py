@@ -12,6 +12,9 @@ import contextlib
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 
+#: How long to wait for a Dask scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT = "30s"
+
 
 @contextlib.contextmanager
 def local_executor(jobs: int) -> Iterator[Executor]:
@@ -30,7 +33,7 @@ def dask_executor(address: str) -> Iterator[Executor]:
     except ImportError as err:  # pragma: no cover - distributed is a dependency
         raise RuntimeError("the Dask executor needs the 'distributed' package") from err
     try:
-        client = Client(address, timeout="30s")
+        client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
     except OSError as err:
         raise ConnectionError(f"cannot reach the Dask scheduler at {address}: {err}") from err
     try:

@@ -18,6 +18,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     torch_calls = 500
     jax_calls = 5000
     kernel_draws = 100
+    # torch_variants = ["bare_eager", "pyro_traced"]   # default: all of floors.TORCH_VARIANTS
 
     [[methods]]                 # cost of one (method, backend[, variant]) through ``fit``
     problem = "sine"
@@ -53,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppl_bnn.bench.cell import PROBE_KINDS, Probe
+from ppl_bnn.bench.floors import TORCH_VARIANTS
 from ppl_bnn.bench.suite import SuiteError, _check_keys
 
 _KEYS = {"name", "kind", "description", "repeats", "timeout_s", "problems", *PROBE_KINDS}
@@ -88,6 +90,18 @@ def _problem(where: str, problems: Mapping[str, Any], name: str) -> dict[str, An
     if name not in problems:
         raise SuiteError(f"{where}: unknown problem {name!r}; defined: {sorted(problems)}")
     return dict(problems[name])
+
+
+def _check_torch_variants(where: str, settings: Mapping[str, Any]) -> None:
+    """``settings["torch_variants"]``, when given, must name some of the floor's torch gradients."""
+    variants = settings.get("torch_variants", TORCH_VARIANTS)
+    if not (
+        isinstance(variants, (list, tuple)) and variants and set(variants) <= set(TORCH_VARIANTS)
+    ):
+        raise SuiteError(
+            f"{where}: torch_variants must be a non-empty list drawn from "
+            f"{', '.join(TORCH_VARIANTS)}; got {variants!r}"
+        )
 
 
 def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSuite:
@@ -130,11 +144,12 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         _check_keys(
             f"{where} [floor]",
             floor,
-            {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats"},
+            {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats", "torch_variants"},
         )
+        settings = {k: v for k, v in floor.items() if k != "problems"}
+        _check_torch_variants(f"{where} [floor]", settings)
         for key in floor.get("problems", []):
             problem = _problem(f"{where} [floor]", problems, key)
-            settings = {k: v for k, v in floor.items() if k != "problems"}
             add(f"floor-{key}", "floor", {"problem": key, **problem, **settings})
     for i, entry in enumerate(raw.get("methods", [])):
         loc = f"{where} [[methods]] #{i + 1}"
@@ -191,6 +206,7 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             "jax_calls",
             "nuts",
             "repeats",
+            "torch_variants",
         }
         _check_keys(f"{where} [scaling]", scaling, keys)
         base_n, base_width = int(scaling.get("base_n", 500)), int(scaling.get("base_width", 50))
@@ -198,9 +214,10 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         grid += [(base_n, w) for w in scaling.get("width", []) if (base_n, w) not in grid]
         settings = {
             k: scaling[k]
-            for k in ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats")
+            for k in ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats", "torch_variants")
             if k in scaling
         }
+        _check_torch_variants(f"{where} [scaling]", settings)
         for n, width in grid:
             add(f"scaling-n{n}-width{width}", "scaling", {"n": n, "width": width, **settings})
     throughput = raw.get("throughput")

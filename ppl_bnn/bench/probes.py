@@ -77,7 +77,8 @@ def _floor_rows(
     compile_s = torch_costs.pop("pyro_compile_s")
     for variant, values in torch_costs.items():
         rows.append(row("grad_s", values, backend="pyro", variant=variant, **labels))
-    rows.append(row("compile_s", compile_s, backend="pyro", variant="pyro_compiled", **labels))
+    if "pyro_compiled" in torch_variants:
+        rows.append(row("compile_s", compile_s, backend="pyro", variant="pyro_compiled", **labels))
     return rows
 
 
@@ -89,7 +90,8 @@ def floor(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     params = probe.params
     model, _ = problem_model(params, data_dir)
     labels = {"problem": params["problem"]}
-    rows = _floor_rows(model, params, floors.TORCH_VARIANTS, **labels)
+    variants = tuple(params.get("torch_variants", floors.TORCH_VARIANTS))
+    rows = _floor_rows(model, params, variants, **labels)
     size = FlatLayout.of(model.spec).size
     draws = params.get("kernel_draws", 100)
     for kernel in ("nuts", "hmc"):
@@ -252,8 +254,9 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     model = synthetic_model(params["n"], params["width"], params.get("input_dim", 8))
     labels = {"n": params["n"], "width": params["width"]}
     # The Pyro potential's eager and traced forms only show the compiled one's speed-up, which
-    # the floor probe measures; here the bare gradients and the compiled potential suffice.
-    rows = _floor_rows(model, params, ("bare_eager", "bare_traced", "pyro_compiled"), **labels)
+    # the floor probe measures; by default the bare gradients and the compiled potential suffice.
+    variants = tuple(params.get("torch_variants", ("bare_eager", "bare_traced", "pyro_compiled")))
+    rows = _floor_rows(model, params, variants, **labels)
     nuts = params.get("nuts", {"num_warmup": 30, "num_samples": 30, "max_tree_depth": 5})
     for backend in ("numpyro", "pyro"):
         grads, compiles = [], []

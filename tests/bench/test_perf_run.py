@@ -21,7 +21,9 @@ RAW = {
     "repeats": 2,
     "timeout_s": 300,
     "problems": {"sine": {"dataset": "sine", "model": {"hidden": [3]}}},
-    "floor": {"problems": ["sine"], "torch_calls": 3, "jax_calls": 10, "kernel_draws": 4},
+    # Only the method probe compiles a potential with torch.compile (it takes many seconds).
+    "floor": {"problems": ["sine"], "torch_calls": 3, "jax_calls": 10, "kernel_draws": 4,
+              "torch_variants": ["bare_eager", "bare_traced", "pyro_traced"]},
     "methods": [
         {"problem": "sine", "method": "svi", "backend": "numpyro",
          "options": {"num_steps": 20, "num_draws": 10}},
@@ -31,7 +33,8 @@ RAW = {
     "overhead": {"problem": "sine", "nuts": TINY_NUTS, "svi": {"num_steps": 20}, "repeats": 1},
     "predict": {"problem": "sine", "draws": 20, "points": 50, "repeats": 1},
     "scaling": {"n": [40], "width": [3], "base_n": 40, "base_width": 3, "torch_calls": 2,
-                "jax_calls": 5, "nuts": TINY_NUTS, "repeats": 1},
+                "jax_calls": 5, "nuts": {**TINY_NUTS, "potential": "traced"}, "repeats": 1,
+                "torch_variants": ["bare_eager"]},
     "throughput": {"cells": 2, "repeats": 1, "svi": {"num_steps": 20, "num_draws": 10},
                    "nuts": TINY_NUTS},
 }  # fmt: skip
@@ -64,7 +67,10 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
             assert entry["min"] == min(finite), (record["cell_id"], entry["quantity"])
     floor_rows = {(r["quantity"], r["variant"]): r for r in records["floor-sine"]["perf"]}
     assert len(floor_rows["grad_s", "bare_jit"]["values"]) == 2
-    assert {("kernel_s_per_step", "nuts"), ("grad_s", "pyro_compiled")} <= set(floor_rows)
+    assert {("kernel_s_per_step", "nuts"), ("grad_s", "pyro_traced")} <= set(floor_rows)
+    assert ("grad_s", "pyro_compiled") not in floor_rows
+    scaling = {(r["quantity"], r["variant"]) for r in records["scaling-n40-width3"]["perf"]}
+    assert ("grad_s", "bare_eager") in scaling and ("grad_s", "bare_traced") not in scaling
     nuts = {r["quantity"]: r for r in records["method-sine-nuts-pyro-compiled"]["perf"]}
     assert nuts["grad_s"]["mode"] == "compiled" and nuts["grad_s"]["median"] > 0
     assert records["method-sine-nuts-pyro-compiled"]["budget_note"] == "tiny on purpose"

@@ -72,6 +72,11 @@ def test_probe_round_trips_and_hashes_its_config():
         ),
         ({"problems": {"sine": {"dataset": "nope"}}}, "unknown dataset 'nope'"),
         ({"floor": None, "methods": []}, "needs at least one probe"),
+        (
+            {"floor": {"problems": ["sine"], "torch_variants": ["bare_eager", "jax"]}},
+            r"\[floor\]: torch_variants must be a non-empty list drawn from bare_eager, .*'jax'",
+        ),
+        ({"scaling": {"n": [40], "torch_variants": []}}, r"\[scaling\]: torch_variants must"),
     ],
 )
 def test_bad_perf_suites_are_refused(changes, match):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ppl_bnn.bench import executors
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.record import read_record, read_records, write_record
 from ppl_bnn.bench.runner import plan, run_suite
@@ -149,6 +150,7 @@ def test_dask_executor_on_a_local_cluster(tmp_path: Path) -> None:
     assert record["threads"] == os.cpu_count()  # one task per worker: the worker's cores
 
 
-def test_unreachable_dask_scheduler(tmp_path: Path) -> None:
+def test_unreachable_dask_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT", "2s")
     with pytest.raises(ConnectionError, match="cannot reach the Dask scheduler"):
         run_suite(tiny_suite(), tmp_path, dask_address="tcp://127.0.0.1:9")
