@@ -57,10 +57,13 @@ def synthetic_model(n: int, width: int, input_dim: int = 8, seed: int = 0) -> BN
 
 
 def _floor_rows(
-    model: BNN, params: dict[str, Any], torch_variants: tuple[str, ...], **labels: Any
+    model: BNN, params: dict[str, Any], default_variants: tuple[str, ...], **labels: Any
 ) -> list[dict[str, Any]]:
+    """The bare JAX gradient and the torch gradients in ``params["torch_variants"]`` (default:
+    ``default_variants``), with the compiled potential's compile time when it is among them."""
     from ppl_bnn.bench import floors
 
+    torch_variants = tuple(params.get("torch_variants", default_variants))
     repeats = params["repeats"]
     rows = [
         row(
@@ -90,8 +93,7 @@ def floor(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     params = probe.params
     model, _ = problem_model(params, data_dir)
     labels = {"problem": params["problem"]}
-    variants = tuple(params.get("torch_variants", floors.TORCH_VARIANTS))
-    rows = _floor_rows(model, params, variants, **labels)
+    rows = _floor_rows(model, params, floors.TORCH_VARIANTS, **labels)
     size = FlatLayout.of(model.spec).size
     draws = params.get("kernel_draws", 100)
     for kernel in ("nuts", "hmc"):
@@ -255,8 +257,7 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     labels = {"n": params["n"], "width": params["width"]}
     # The Pyro potential's eager and traced forms only show the compiled one's speed-up, which
     # the floor probe measures; by default the bare gradients and the compiled potential suffice.
-    variants = tuple(params.get("torch_variants", ("bare_eager", "bare_traced", "pyro_compiled")))
-    rows = _floor_rows(model, params, variants, **labels)
+    rows = _floor_rows(model, params, ("bare_eager", "bare_traced", "pyro_compiled"), **labels)
     nuts = params.get("nuts", {"num_warmup": 30, "num_samples": 30, "max_tree_depth": 5})
     for backend in ("numpyro", "pyro"):
         grads, compiles = [], []

@@ -308,16 +308,19 @@ class _FusedAdamStep:
         self.optimizer: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> float:
-        import pyro
-        import torch
-
         loss = self.elbo.loss_and_grads(self.model, self.guide, *args, **kwargs)
         if self.optimizer is None:
-            params = [p for _, p in pyro.get_param_store().named_parameters()]
-            self.optimizer = torch.optim.Adam(params, lr=self.learning_rate, foreach=True)
+            self.optimizer = self._adam()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(loss)
+
+    def _adam(self) -> Any:
+        import pyro
+        import torch
+
+        params = [p for _, p in pyro.get_param_store().named_parameters()]
+        return torch.optim.Adam(params, lr=self.learning_rate, foreach=True)
 
 
 def _run_pyro(method: str, model: BNN, options: OptimisationOptions, seed: int) -> RunOutput:
