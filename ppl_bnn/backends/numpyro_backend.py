@@ -82,15 +82,34 @@ def grad_log_density(
 
 
 @lru_cache(maxsize=32)
-def _forward_fn(spec: BNNSpec, batch: int):
+def _forward_fn(spec: BNNSpec, batch: int, devices: int):
     one_draw = partial(forward, spec, activation=PPL_NUMPYRO.activations[spec.activation])
 
     def over_draws(params, x):
         return jax.lax.map(lambda p: one_draw(p, x), params, batch_size=batch)
 
-    return jax.jit(over_draws)
+    if devices == 1:
+        return jax.jit(over_draws)
+    return jax.pmap(over_draws, in_axes=(0, None))
 
 
 def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
-    fn = _forward_fn(spec, draws_per_batch(spec, x.shape[0]))
-    return np.asarray(fn(_as_params(params), jnp.asarray(x, dtype=jnp.float32)))
+    """Draws split evenly over JAX's host devices (one share per device, run in parallel; the
+    last draw repeated to fill the last share), each share a few draws at a time."""
+    num = next(iter(params.values())).shape[0]
+    devices = max(1, min(jax.local_device_count(), num))
+    fn = _forward_fn(spec, draws_per_batch(spec, x.shape[0]), devices)
+    x_arr = jnp.asarray(x, dtype=jnp.float32)
+    if devices == 1:
+        return np.asarray(fn(_as_params(params), x_arr))
+    share = -(-num // devices)
+    pad = devices * share - num
+
+    def split(v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, dtype=np.float32)
+        if pad:
+            v = np.concatenate([v, np.repeat(v[-1:], pad, axis=0)])
+        return v.reshape(devices, share, *v.shape[1:])
+
+    f = np.asarray(fn({k: split(v) for k, v in params.items()}, x_arr))
+    return f.reshape(devices * share, *f.shape[2:])[:num]

@@ -218,7 +218,11 @@ def overhead(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
 def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """``FitResult.predict`` of ``draws`` posterior draws at ``points`` inputs, per backend
-    (the first call, which compiles, is reported apart)."""
+    (the first call, which compiles, is reported apart), with the parallelism it had: JAX host
+    devices for NumPyro, torch threads for Pyro."""
+    import jax
+    import torch
+
     from ppl_bnn import fit
 
     params = probe.params
@@ -242,6 +246,11 @@ def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
             "backend": backend,
             "draws": params["draws"],
             "points": params["points"],
+            "parallel": (
+                f"host devices: {jax.local_device_count()}"
+                if backend == "numpyro"
+                else f"torch threads: {torch.get_num_threads()}"
+            ),
         }
         rows.append(row("predict_s", values, variant="warm", **labels))
         rows.append(row("predict_s", [first], variant="first_call", **labels))
@@ -275,7 +284,12 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
 def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """Wall time of the same CPU-bound cells (half Pyro SVI, half NumPyro NUTS on the sine set,
-    options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``, no JAX cache."""
+    options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``, no JAX cache.
+
+    Beside each sweep's wall time, the cells' own wall times summed: their ratio between the two
+    sweeps is how much a cell slows down when another runs beside it on the shared cores.
+    """
+    from ppl_bnn.bench.record import read_records
     from ppl_bnn.bench.runner import run_suite
     from ppl_bnn.bench.suite import parse_suite
 
@@ -295,18 +309,22 @@ def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     }
     suite = parse_suite(raw, where="throughput probe")
     walls: dict[int, list[float]] = {1: [], 2: []}
+    cell_time: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(probe.params["repeats"]):
         for jobs in (1, 2):
             with tempfile.TemporaryDirectory() as tmp:
                 summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=None)
+                records = read_records(Path(tmp))
             if not summary.ok:
                 raise RuntimeError(
                     f"throughput probe: cells failed with --jobs {jobs}: {summary.failed_cells}"
                 )
             walls[jobs].append(summary.wall_s)
-    cells = len(suite.cells())
+            cell_time[jobs].append(sum(r["timings"]["cell_wall"] for r in records))
+    labels = {"cells": len(suite.cells()), "backend": ""}
     return [
-        row("sweep_wall_s", walls[jobs], variant=f"jobs{jobs}", cells=cells, backend="")
+        row(quantity, values[jobs], variant=f"jobs{jobs}", **labels)
+        for quantity, values in (("sweep_wall_s", walls), ("cell_time_s", cell_time))
         for jobs in (1, 2)
     ]
 

@@ -74,8 +74,22 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
     nuts = {r["quantity"]: r for r in records["method-sine-nuts-pyro-compiled"]["perf"]}
     assert nuts["grad_s"]["mode"] == "compiled" and nuts["grad_s"]["median"] > 0
     assert records["method-sine-nuts-pyro-compiled"]["budget_note"] == "tiny on purpose"
-    walls = {r["variant"] for r in records["throughput"]["perf"]}
-    assert walls == {"jobs1", "jobs2"}
+    # The probe's thread budget (cores // jobs) sets both backends' parallelism.
+    parallel = {r["backend"]: r["parallel"] for r in records["predict"]["perf"]}
+    threads = records["predict"]["threads"]
+    assert parallel == {
+        "numpyro": f"host devices: {threads}",
+        "pyro": f"torch threads: {threads}",
+    }
+    throughput = {(r["quantity"], r["variant"]): r for r in records["throughput"]["perf"]}
+    assert set(throughput) == {
+        (quantity, f"jobs{jobs}") for quantity in ("sweep_wall_s", "cell_time_s") for jobs in (1, 2)
+    }
+    # Cells run inside their sweep: one at a time with --jobs 1, at most two at once with 2.
+    for jobs in (1, 2):
+        cell_times = throughput["cell_time_s", f"jobs{jobs}"]["values"]
+        sweeps = throughput["sweep_wall_s", f"jobs{jobs}"]["values"]
+        assert all(0 < c <= jobs * w for c, w in zip(cell_times, sweeps, strict=True))
 
 
 def test_perf_report_ratios_are_quotients_of_stored_rows(perf_results: Path) -> None:
