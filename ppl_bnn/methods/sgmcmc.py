@@ -50,8 +50,9 @@ from ppl_bnn.methods.common import (
     check_positive_float,
     check_positive_int,
 )
+from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.model import BNN
-from ppl_bnn.seeding import child_seed
+from ppl_bnn.seeding import child_seed, numpy_generator
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
@@ -170,6 +171,19 @@ def _initial_positions(
     return out
 
 
+def _batch_schedules(
+    num_data: int, batch: int, options: SGMCMCOptions, seed: int, name: str
+) -> np.ndarray | None:
+    """Every chain's minibatch indices per step, (chains, num_steps, batch) (see
+    :mod:`ppl_bnn.methods.minibatch`); ``None`` when every step takes the full data."""
+    if batch == num_data:
+        return None
+    rng = numpy_generator(seed, f"{name}_batches")
+    return np.stack(
+        [batch_schedule(num_data, batch, options.num_steps, rng) for _ in range(options.num_chains)]
+    )
+
+
 def _kept_draws(diverged_at: np.ndarray, options: SGMCMCOptions) -> np.ndarray:
     """Per chain, how many kept draws precede its first non-finite step (all when none)."""
     kept = np.full(diverged_at.shape, options.num_samples)
@@ -244,17 +258,13 @@ def run_numpyro(
     value_and_grad = jax.value_and_grad(log_density)
     init, step = build(options)
 
-    def one_step(carry, key):
+    def one_step(carry, inputs):
         state, diverged_at = carry
-        key_batch, key_noise = jax.random.split(key)
-        if batch < n:
-            idx = jax.random.choice(key_batch, n, (batch,), replace=False)
-            xb, yb = x[idx], y[idx]
-        else:
-            xb, yb = x, y
+        key, idx = inputs
+        xb, yb = (x, y) if idx is None else (x[idx], y[idx])
         lp, grad = value_and_grad(state.position, xb, yb)
         leaves, tree = jax.tree.flatten(state.position)
-        keys = jax.random.split(key_noise, len(leaves))
+        keys = jax.random.split(key, len(leaves))
         noise = jax.tree.unflatten(
             tree,
             [jax.random.normal(k, v.shape, v.dtype) for k, v in zip(keys, leaves, strict=True)],
@@ -278,17 +288,20 @@ def run_numpyro(
         diverged_at = jnp.where(alive & ~finite, state.step, diverged_at)
         return (new, diverged_at), info
 
-    def burn(carry, key):
-        carry, _ = lax.scan(one_step, carry, jax.random.split(key, options.num_burnin))
+    def burn(carry, key, idx):
+        keys = jax.random.split(key, options.num_burnin)
+        carry, _ = lax.scan(one_step, carry, (keys, idx))
         return carry
 
-    def draw(carry, key):
-        carry, infos = lax.scan(one_step, carry, jax.random.split(key, options.thinning))
+    def draw(carry, inputs):
+        key, idx = inputs
+        keys = jax.random.split(key, options.thinning)
+        carry, infos = lax.scan(one_step, carry, (keys, idx))
         theta, _ = constrain(transforms, carry[0].position)
         return carry, (theta, jax.tree.map(lambda v: v[-1], infos))
 
-    def sample(carry, key):
-        return lax.scan(draw, carry, jax.random.split(key, options.num_samples))
+    def sample(carry, key, idx):
+        return lax.scan(draw, carry, (jax.random.split(key, options.num_samples), idx))
 
     chains = options.num_chains
     starts = _initial_positions(model, chains, seed, name)
@@ -298,14 +311,23 @@ def run_numpyro(
     key_burn, key_sample = jax.random.split(jax.random.PRNGKey(child_seed(seed, name)))
     burn_keys = jax.random.split(key_burn, chains)
     sample_keys = jax.random.split(key_sample, chains)
+    schedules = _batch_schedules(n, batch, options, seed, name)
+    burn_idx = sample_idx = None
+    if schedules is not None:
+        burn_idx = jnp.asarray(schedules[:, : options.num_burnin])
+        sample_idx = jnp.asarray(
+            schedules[:, options.num_burnin :].reshape(
+                chains, options.num_samples, options.thinning, batch
+            )
+        )
 
     start = now()
-    burn_fn = jax.jit(jax.vmap(burn)).lower(carry, burn_keys).compile()
-    sample_fn = jax.jit(jax.vmap(sample)).lower(carry, sample_keys).compile()
+    burn_fn = jax.jit(jax.vmap(burn)).lower(carry, burn_keys, burn_idx).compile()
+    sample_fn = jax.jit(jax.vmap(sample)).lower(carry, sample_keys, sample_idx).compile()
     compiled = now()
-    carry = jax.block_until_ready(burn_fn(carry, burn_keys))
+    carry = jax.block_until_ready(burn_fn(carry, burn_keys, burn_idx))
     warm = now()
-    carry, (theta, infos) = jax.block_until_ready(sample_fn(carry, sample_keys))
+    carry, (theta, infos) = jax.block_until_ready(sample_fn(carry, sample_keys, sample_idx))
     end = now()
     timings = {"compile": compiled - start, "warmup": warm - compiled, "sampling": end - warm}
     draws = {k: np.asarray(v) for k, v in theta.items()}
@@ -339,8 +361,10 @@ def run_pyro(name: str, build: Builder, model: BNN, options: SGMCMCOptions, seed
         mode="traced" if options.jit else "eager",
     )  # fmt: skip
     timings = {"compile": now() - start, "warmup": 0.0, "sampling": 0.0}
+    schedules = _batch_schedules(n, batch, options, seed, name)
     flat_per_chain, stats_per_chain, diverged_at = [], [], []
     for chain, position in enumerate(starts):
+        batches = None if schedules is None else torch.from_numpy(schedules[chain]).long()
         generator = torch.Generator().manual_seed(child_seed(seed, f"{name}_chain{chain}"))
         state = init({"z": torch.as_tensor(potential.layout.flatten(position))})
         kept_z, chain_stats = [], {"step_size": [], "lp": []}
@@ -349,11 +373,7 @@ def run_pyro(name: str, build: Builder, model: BNN, options: SGMCMCOptions, seed
         for t in range(options.num_steps):
             if t == options.num_burnin:
                 warm = now()
-            if batch < n:
-                idx = torch.randperm(n, generator=generator)[:batch]
-                xb, yb = x[idx], y[idx]
-            else:
-                xb, yb = x, y
+            xb, yb = (x, y) if batches is None else (x[batches[t]], y[batches[t]])
             z = state.position["z"].detach().requires_grad_()
             energy = potential(z, xb, yb)
             (grad,) = torch.autograd.grad(energy, z)
@@ -405,6 +425,7 @@ def runners(name: str, build: Builder) -> dict[str, Runner]:
     """``{backend: runner}`` for :func:`ppl_bnn.registry.register`: both drivers over ``build``.
 
     ``name`` labels the method in messages and keys its random streams (``f"{name}_init{c}"``
-    for chain ``c``'s start, ``name`` for the JAX sampler, ``f"{name}_chain{c}"`` for torch's).
+    for chain ``c``'s start, ``f"{name}_batches"`` for both backends' minibatches, ``name`` for
+    the JAX sampler's noise, ``f"{name}_chain{c}"`` for torch's).
     """
     return {"numpyro": partial(run_numpyro, name, build), "pyro": partial(run_pyro, name, build)}

@@ -48,9 +48,10 @@ from ppl_bnn.methods.common import (
     pyro_scope,
     seeded_torch,
 )
+from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.model import BNN
 from ppl_bnn.registry import register
-from ppl_bnn.seeding import child_seed
+from ppl_bnn.seeding import child_seed, numpy_generator
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
@@ -225,8 +226,19 @@ def _output(
     )
 
 
+def _batch_schedule(
+    num_data: int, batch: int, options: OptimisationOptions, seed: int
+) -> np.ndarray | None:
+    """Each step's minibatch indices (see :mod:`ppl_bnn.methods.minibatch`), the same for both
+    backends; ``None`` when every step takes the full data."""
+    if batch == num_data:
+        return None
+    return batch_schedule(num_data, batch, options.num_steps, numpy_generator(seed, "svi_batches"))
+
+
 def _run_numpyro(method: str, model: BNN, options: OptimisationOptions, seed: int) -> RunOutput:
     import jax
+    import jax.numpy as jnp
     from jax import lax
     from numpyro.infer import SVI, Trace_ELBO, autoguide, init_to_uniform
     from numpyro.optim import Adam
@@ -239,28 +251,25 @@ def _run_numpyro(method: str, model: BNN, options: OptimisationOptions, seed: in
         program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
     )
     svi = SVI(program, guide, Adam(options.learning_rate), Trace_ELBO(options.num_particles))
-    n = model.num_data
-    batch, scale = options.likelihood_scale(n)
+    batch, scale = options.likelihood_scale(model.num_data)
     full_scale = 1.0 / options.kl_weight
+    schedule = _batch_schedule(model.num_data, batch, options, seed)
+    schedule = None if schedule is None else jnp.asarray(schedule)
 
-    def one_step(state, key):
-        if batch == n:
-            return svi.update(state, x, y, likelihood_scale=scale)
-        idx = jax.random.choice(key, n, (batch,), replace=False)
-        return svi.update(state, x[idx], y[idx], likelihood_scale=scale)
+    def one_step(state, idx):
+        xb, yb = (x, y) if idx is None else (x[idx], y[idx])
+        return svi.update(state, xb, yb, likelihood_scale=scale)
 
-    def optimise(state, keys):
-        return lax.scan(one_step, state, keys)
+    def optimise(state, schedule):
+        return lax.scan(one_step, state, schedule, length=options.num_steps)
 
-    key = jax.random.PRNGKey(child_seed(seed, "svi"))
-    key_init, key_batches, key_draws = jax.random.split(key, 3)
-    keys = jax.random.split(key_batches, options.num_steps)
+    key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
     state = svi.init(key_init, x, y, likelihood_scale=full_scale)
-    compiled = jax.jit(optimise).lower(state, keys).compile()
+    compiled = jax.jit(optimise).lower(state, schedule).compile()
     compiled_at = now()
-    state, losses = jax.block_until_ready(compiled(state, keys))
+    state, losses = jax.block_until_ready(compiled(state, schedule))
     end = now()
     params = svi.get_params(state)
     if method == "laplace":
@@ -339,16 +348,15 @@ def _run_pyro(method: str, model: BNN, options: OptimisationOptions, seed: int) 
         elbo_kwargs["vectorize_particles"] = True
     if options.jit:
         elbo_kwargs["ignore_jit_warnings"] = True
-    n = model.num_data
-    batch, scale = options.likelihood_scale(n)
-    generator = torch.Generator().manual_seed(child_seed(seed, "svi_batches"))
+    batch, scale = options.likelihood_scale(model.num_data)
+    schedule = _batch_schedule(model.num_data, batch, options, seed)
+    batches = None if schedule is None else torch.from_numpy(schedule).long()
     names = [site.name for site in model.spec.sites()]
 
-    def step() -> float:
-        if batch == n:
+    def step(i: int) -> float:
+        if batches is None:
             return update(x, y, likelihood_scale=scale)
-        idx = torch.randperm(n, generator=generator)[:batch]
-        return update(x[idx], y[idx], likelihood_scale=scale)
+        return update(x[batches[i]], y[batches[i]], likelihood_scale=scale)
 
     losses = np.empty(options.num_steps, dtype=np.float64)
     with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
@@ -363,10 +371,10 @@ def _run_pyro(method: str, model: BNN, options: OptimisationOptions, seed: int) 
             update = _FusedAdamStep(program, guide, elbo, options.learning_rate)
         start = now()
         # The first step traces the model and guide (and JIT-compiles them with JitTrace_ELBO).
-        losses[0] = step()
+        losses[0] = step(0)
         first = now()
         for i in range(1, options.num_steps):
-            losses[i] = step()
+            losses[i] = step(i)
         end = now()
         if method == "laplace":
             try:
