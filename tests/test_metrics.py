@@ -148,6 +148,23 @@ def test_interval_coverage_by_hand() -> None:
     assert cov == {0.5: 0.5, 0.99: 0.75}
 
 
+def test_interval_coverage_counts_targets_between_the_mixture_quantiles() -> None:
+    """Coverage from each target's tail probabilities equals counting the targets that fall
+    between the solved interval ends; a point with a non-finite draw is never covered."""
+    rng = np.random.default_rng(4)
+    f = rng.normal(size=(5, 300)) * rng.uniform(0.1, 3.0, size=300)
+    f[2, 7] = np.inf
+    sigma = rng.uniform(0.2, 1.5, size=(5, 300))
+    y = rng.normal(size=300) * 2.0
+    levels = (0.2, 0.5, 0.9, 0.99)
+    probs = [(1 - lv) / 2 for lv in levels] + [(1 + lv) / 2 for lv in levels]
+    q = metrics.mixture_quantiles(f, sigma, probs)
+    inside = (y >= q[: len(levels)]) & (y <= q[len(levels) :])
+    assert not inside[:, 7].any()
+    cov = metrics.interval_coverage(f, sigma, y, levels)
+    assert list(cov.values()) == pytest.approx(inside.mean(axis=1).tolist(), abs=0)
+
+
 def test_calibration_curve_matches_interval_coverage() -> None:
     rng = np.random.default_rng(2)
     f = rng.normal(size=(4, 50))
