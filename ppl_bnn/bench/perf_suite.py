@@ -45,6 +45,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
 
     [throughput]                # cells per second with --jobs 1 and --jobs 2
     cells = 4
+    caches = ["warm", "none"]   # a JAX cache filled beforehand (as the bench runs) / none
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ from typing import Any
 from ppl_bnn.bench.cell import PROBE_KINDS, Probe
 from ppl_bnn.bench.floors import TORCH_VARIANTS
 from ppl_bnn.bench.suite import SuiteError, _check_keys
+
+# The JAX caches the throughput probe runs its cells with: filled beforehand, or none.
+THROUGHPUT_CACHES = ("warm", "none")
 
 _KEYS = {"name", "kind", "description", "repeats", "timeout_s", "problems", *PROBE_KINDS}
 _KEYS = (_KEYS - {"method"}) | {"methods"}
@@ -92,15 +96,15 @@ def _problem(where: str, problems: Mapping[str, Any], name: str) -> dict[str, An
     return dict(problems[name])
 
 
-def _check_torch_variants(where: str, settings: Mapping[str, Any]) -> None:
-    """``settings["torch_variants"]``, when given, must name some of the floor's torch gradients."""
-    variants = settings.get("torch_variants", TORCH_VARIANTS)
-    if not (
-        isinstance(variants, (list, tuple)) and variants and set(variants) <= set(TORCH_VARIANTS)
-    ):
+def _check_choices(
+    where: str, settings: Mapping[str, Any], key: str, allowed: tuple[str, ...]
+) -> None:
+    """``settings[key]``, when given, must be a non-empty list drawn from ``allowed``."""
+    chosen = settings.get(key, allowed)
+    if not (isinstance(chosen, (list, tuple)) and chosen and set(chosen) <= set(allowed)):
         raise SuiteError(
-            f"{where}: torch_variants must be a non-empty list drawn from "
-            f"{', '.join(TORCH_VARIANTS)}; got {variants!r}"
+            f"{where}: {key} must be a non-empty list drawn from {', '.join(allowed)}; "
+            f"got {chosen!r}"
         )
 
 
@@ -147,7 +151,7 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats", "torch_variants"},
         )
         settings = {k: v for k, v in floor.items() if k != "problems"}
-        _check_torch_variants(f"{where} [floor]", settings)
+        _check_choices(f"{where} [floor]", settings, "torch_variants", TORCH_VARIANTS)
         for key in floor.get("problems", []):
             problem = _problem(f"{where} [floor]", problems, key)
             add(f"floor-{key}", "floor", {"problem": key, **problem, **settings})
@@ -217,13 +221,15 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             for k in ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats", "torch_variants")
             if k in scaling
         }
-        _check_torch_variants(f"{where} [scaling]", settings)
+        _check_choices(f"{where} [scaling]", settings, "torch_variants", TORCH_VARIANTS)
         for n, width in grid:
             add(f"scaling-n{n}-width{width}", "scaling", {"n": n, "width": width, **settings})
     throughput = raw.get("throughput")
     if throughput is not None:
-        _check_keys(f"{where} [throughput]", throughput, {"cells", "repeats", "svi", "nuts"})
-        settings = {k: throughput[k] for k in ("repeats", "svi", "nuts") if k in throughput}
+        keys = ("repeats", "svi", "nuts", "caches")
+        _check_keys(f"{where} [throughput]", throughput, {"cells", *keys})
+        settings = {k: throughput[k] for k in keys if k in throughput}
+        _check_choices(f"{where} [throughput]", settings, "caches", THROUGHPUT_CACHES)
         add("throughput", "throughput", {"cells": int(throughput.get("cells", 4)), **settings})
     if not probes:
         raise SuiteError(f"{where}: a performance suite needs at least one probe")

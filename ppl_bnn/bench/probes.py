@@ -12,13 +12,16 @@ import statistics
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ppl_bnn.bench.perf_suite import Probe
+from ppl_bnn.bench.perf_suite import THROUGHPUT_CACHES, Probe
 from ppl_bnn.model import BNN
 from ppl_bnn.timing import CompileClock, now
+
+if TYPE_CHECKING:
+    from ppl_bnn.bench.suite import Suite
 
 logger = logging.getLogger(__name__)
 
@@ -284,13 +287,16 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
 def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """Wall time of the same CPU-bound cells (half Pyro SVI, half NumPyro NUTS on the sine set,
-    options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``, no JAX cache.
+    options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``.
 
-    Beside each sweep's wall time, the cells' own wall times summed: their ratio between the two
-    sweeps is how much a cell slows down when another runs beside it on the shared cores.
+    Each pair of sweeps runs once per entry of ``caches``: ``"warm"`` shares a JAX persistent
+    compilation cache filled beforehand, as ``ppl-bnn bench`` runs cells, so the NumPyro cells
+    load their programs instead of compiling them; ``"none"`` uses no cache, so every NumPyro
+    cell compiles, and XLA's compiler works on more than one core while it does, which a cell
+    that shares the cores cannot. Beside each sweep's wall time, the cells' own wall times
+    summed (their ratio between the two sweeps is how much a cell slows down when another runs
+    beside it) and their JAX cache hits summed.
     """
-    from ppl_bnn.bench.record import read_records
-    from ppl_bnn.bench.runner import run_suite
     from ppl_bnn.bench.suite import parse_suite
 
     half = max(1, probe.params["cells"] // 2)
@@ -308,25 +314,65 @@ def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
         },
     }
     suite = parse_suite(raw, where="throughput probe")
-    walls: dict[int, list[float]] = {1: [], 2: []}
-    cell_time: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(probe.params["repeats"]):
+    labels = {"cells": len(suite.cells()), "backend": ""}
+    rows = []
+    with tempfile.TemporaryDirectory() as cache_dir:
+        for cache in probe.params.get("caches", THROUGHPUT_CACHES):
+            jax_cache = None
+            if cache == "warm":
+                jax_cache = cache_dir
+                _fill_jax_cache(suite, cache_dir)
+            rows += [
+                row(
+                    q,
+                    values[jobs],
+                    unit="" if q == "jax_cache_hits" else "s",
+                    variant=f"jobs{jobs}",
+                    cache=cache,
+                    **labels,
+                )
+                for q, values in _sweeps(suite, probe.params["repeats"], jax_cache).items()
+                for jobs in (1, 2)
+            ]
+    return rows
+
+
+def _fill_jax_cache(suite: Suite, cache_dir: str) -> None:
+    """Compile the NumPyro cells' programs into ``cache_dir`` with one and with two cells at
+    once: the thread count per cell enters XLA's flags, which are part of the cache key."""
+    from ppl_bnn.bench.runner import run_suite
+
+    only = {"backend": {"numpyro"}, "seed": {suite.seeds[0]}}
+    for jobs in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_suite(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
+
+
+def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict[int, list[float]]]:
+    """Per quantity and ``--jobs`` (1, 2), one value per repeat: the sweep's wall time
+    (``sweep_wall_s``), its cells' wall times summed (``cell_time_s``) and their JAX cache hits
+    summed (``jax_cache_hits``)."""
+    from ppl_bnn.bench.record import read_records
+    from ppl_bnn.bench.runner import run_suite
+
+    out: dict[str, dict[int, list[float]]] = {
+        q: {1: [], 2: []} for q in ("sweep_wall_s", "cell_time_s", "jax_cache_hits")
+    }
+    for _ in range(repeats):
         for jobs in (1, 2):
             with tempfile.TemporaryDirectory() as tmp:
-                summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=None)
+                summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=jax_cache)
                 records = read_records(Path(tmp))
             if not summary.ok:
                 raise RuntimeError(
                     f"throughput probe: cells failed with --jobs {jobs}: {summary.failed_cells}"
                 )
-            walls[jobs].append(summary.wall_s)
-            cell_time[jobs].append(sum(r["timings"]["cell_wall"] for r in records))
-    labels = {"cells": len(suite.cells()), "backend": ""}
-    return [
-        row(quantity, values[jobs], variant=f"jobs{jobs}", **labels)
-        for quantity, values in (("sweep_wall_s", walls), ("cell_time_s", cell_time))
-        for jobs in (1, 2)
-    ]
+            out["sweep_wall_s"][jobs].append(summary.wall_s)
+            out["cell_time_s"][jobs].append(sum(r["timings"]["cell_wall"] for r in records))
+            out["jax_cache_hits"][jobs].append(
+                sum(r.get("compilation", {}).get("jax_cache_hits", 0) for r in records)
+            )
+    return out
 
 
 PROBES: dict[str, Callable[[Probe, str | None], list[dict[str, Any]]]] = {

@@ -81,15 +81,26 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
         "numpyro": f"host devices: {threads}",
         "pyro": f"torch threads: {threads}",
     }
-    throughput = {(r["quantity"], r["variant"]): r for r in records["throughput"]["perf"]}
-    assert set(throughput) == {
-        (quantity, f"jobs{jobs}") for quantity in ("sweep_wall_s", "cell_time_s") for jobs in (1, 2)
+    throughput = {
+        (r["quantity"], r["cache"], r["variant"]): r for r in records["throughput"]["perf"]
     }
-    # Cells run inside their sweep: one at a time with --jobs 1, at most two at once with 2.
-    for jobs in (1, 2):
-        cell_times = throughput["cell_time_s", f"jobs{jobs}"]["values"]
-        sweeps = throughput["sweep_wall_s", f"jobs{jobs}"]["values"]
-        assert all(0 < c <= jobs * w for c, w in zip(cell_times, sweeps, strict=True))
+    quantities = ("sweep_wall_s", "cell_time_s", "jax_cache_hits")
+    assert set(throughput) == {
+        (q, cache, f"jobs{jobs}")
+        for q in quantities
+        for cache in ("warm", "none")
+        for jobs in (1, 2)
+    }
+    for cache in ("warm", "none"):
+        for jobs in (1, 2):
+            # Cells run inside their sweep: one at a time with --jobs 1, two at once with 2.
+            cell_times = throughput["cell_time_s", cache, f"jobs{jobs}"]["values"]
+            sweeps = throughput["sweep_wall_s", cache, f"jobs{jobs}"]["values"]
+            assert all(0 < c <= jobs * w for c, w in zip(cell_times, sweeps, strict=True))
+            # The warm cache was filled for both thread counts: the NumPyro cells load every
+            # program from it; without a cache nothing is loaded.
+            hits = throughput["jax_cache_hits", cache, f"jobs{jobs}"]["values"]
+            assert all(h > 0 for h in hits) if cache == "warm" else hits == [0]
 
 
 def test_perf_report_ratios_are_quotients_of_stored_rows(perf_results: Path) -> None:

@@ -77,6 +77,10 @@ def test_probe_round_trips_and_hashes_its_config():
             r"\[floor\]: torch_variants must be a non-empty list drawn from bare_eager, .*'jax'",
         ),
         ({"scaling": {"n": [40], "torch_variants": []}}, r"\[scaling\]: torch_variants must"),
+        (
+            {"throughput": {"caches": ["cold"]}},
+            r"\[throughput\]: caches must be a non-empty list drawn from warm, none; got .*cold",
+        ),
     ],
 )
 def test_bad_perf_suites_are_refused(changes, match):
