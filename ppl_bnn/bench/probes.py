@@ -21,6 +21,7 @@ from ppl_bnn.model import BNN
 from ppl_bnn.timing import CompileClock, now
 
 if TYPE_CHECKING:
+    from ppl_bnn.bench.runner import SweepSummary
     from ppl_bnn.bench.suite import Suite
 
 logger = logging.getLogger(__name__)
@@ -345,7 +346,13 @@ def _fill_jax_cache(suite: Suite, cache_dir: str) -> None:
     only = {"backend": {"numpyro"}, "seed": {suite.seeds[0]}}
     for jobs in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
-            run_suite(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
+            summary = run_suite(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
+        _require_ok(summary, f"filling the JAX cache with --jobs {jobs}")
+
+
+def _require_ok(summary: SweepSummary, what: str) -> None:
+    if not summary.ok:
+        raise RuntimeError(f"throughput probe: cells failed {what}: {summary.failed_cells}")
 
 
 def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict[int, list[float]]]:
@@ -363,10 +370,7 @@ def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict
             with tempfile.TemporaryDirectory() as tmp:
                 summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=jax_cache)
                 records = read_records(Path(tmp))
-            if not summary.ok:
-                raise RuntimeError(
-                    f"throughput probe: cells failed with --jobs {jobs}: {summary.failed_cells}"
-                )
+            _require_ok(summary, f"with --jobs {jobs}")
             out["sweep_wall_s"][jobs].append(summary.wall_s)
             out["cell_time_s"][jobs].append(sum(r["timings"]["cell_wall"] for r in records))
             out["jax_cache_hits"][jobs].append(
