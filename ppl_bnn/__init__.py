@@ -6,12 +6,14 @@
 """
 
 from ppl_bnn.fit import fit
-from ppl_bnn.model import BNN
+from ppl_bnn.methods import available as available_methods
+from ppl_bnn.model import layers, priors
+from ppl_bnn.model.bnn import BNN
+from ppl_bnn.model.layers import ACTIVATIONS
+from ppl_bnn.model.spec import LIKELIHOODS, BNNSpec
 from ppl_bnn.predictive import Prediction
-from ppl_bnn.registry import available as available_methods
 from ppl_bnn.results import FitResult
 from ppl_bnn.runtime import configure_runtime
-from ppl_bnn.spec import ACTIVATIONS, LIKELIHOODS, BNNSpec
 
 __all__ = [
     "ACTIVATIONS",
@@ -23,4 +25,6 @@ __all__ = [
     "available_methods",
     "configure_runtime",
     "fit",
+    "layers",
+    "priors",
 ]

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.model import BNN
-from ppl_bnn.predictive import pointwise_log_likelihood
-from ppl_bnn.registry import get_method, make_options
-from ppl_bnn.results import FitResult, predictive_at
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods import get_method, make_options
+from ppl_bnn.model.bnn import BNN
+from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
+from ppl_bnn.results import FitResult
 from ppl_bnn.seeding import check_seed
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
@@ -53,10 +54,11 @@ def fit(
     opts = make_options(entry, options)
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
-    out = entry.runners[backend](model, opts, seed)
+    target = Target.build(backend, model)
+    out = entry.runner(backend)(method, target, opts, seed)
     ll_start = now()
     train = predictive_at(backend, model.spec, out.draws, model.x)
-    ll = pointwise_log_likelihood(model.spec, train.f, train.noise_std, model.y)
+    ll = log_likelihood_per_draw(model.spec, train.f, train.noise_std, model.y)
     end = now()
     chains, draws = next(iter(out.draws.values())).shape[:2]
     if not np.all(np.isfinite(ll)):

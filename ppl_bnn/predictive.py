@@ -12,23 +12,27 @@ The test log predictive density is the log-mean-exp over draws, averaged over po
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
-from ppl_bnn.model import validate_targets
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.backends import get_backend
+from ppl_bnn.model.program import noise_std
+from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.model.validate import validate_targets
 
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
 
-def pointwise_log_likelihood(
-    spec: BNNSpec, f: np.ndarray, noise_std: np.ndarray | None, y: np.ndarray
+def log_likelihood_per_draw(
+    spec: BNNSpec, f: np.ndarray, sigma: np.ndarray | None, y: np.ndarray
 ) -> np.ndarray:
-    """``log p(y_n | x_n, theta_s)`` shaped (S, N) from outputs ``f`` (S, N, out)."""
+    """``log p(y_n | x_n, theta_s)`` shaped (S, N) from outputs ``f`` (S, N, out) and, for
+    regression, the noise std per draw ``sigma`` (S,)."""
     if spec.likelihood == "gaussian":
-        sigma = np.asarray(noise_std, dtype=np.float64)[:, None]
+        sigma = np.asarray(sigma, dtype=np.float64)[:, None]
         z = (y[None, :] - f[..., 0]) / sigma
         return -0.5 * z**2 - np.log(sigma) - _HALF_LOG_2PI
     logp = log_softmax(f.astype(np.float64), axis=-1)
@@ -90,14 +94,43 @@ class Prediction:
             raise ValueError("probs is defined for classification; use mean/std for regression")
         return self.draws.mean(axis=0)
 
-    def pointwise_log_likelihood(self, y: object) -> np.ndarray:
+    def log_predictive_density(self, y: object) -> np.ndarray:
         """``log p(y_n | x_n, data)`` per point (N,), by log-mean-exp over draws."""
         y_arr = validate_targets(
             y, self.f.shape[1], self.spec.likelihood, self.spec.num_classes, name="y"
         )
-        ll = pointwise_log_likelihood(self.spec, self.f, self.noise_std, y_arr)
+        ll = log_likelihood_per_draw(self.spec, self.f, self.noise_std, y_arr)
         return logsumexp(ll, axis=0) - np.log(ll.shape[0])
 
     def log_likelihood(self, y: object) -> float:
         """Mean test log predictive density over the points."""
-        return float(np.mean(self.pointwise_log_likelihood(y)))
+        return float(np.mean(self.log_predictive_density(y)))
+
+
+def forward_draws(
+    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
+) -> np.ndarray:
+    """Outputs ``f`` (S, N, out) for flat draws (S, ...), vectorised over draws."""
+    return get_backend(backend).forward_draws(spec, draws, x)
+
+
+def noise_std_draws(spec: BNNSpec, draws: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """Gaussian noise std per flat draw (S,), or None for classification."""
+    if spec.likelihood != "gaussian":
+        return None
+    num = next(iter(draws.values())).shape[0]
+    return np.broadcast_to(np.asarray(noise_std(spec, draws), dtype=np.float64), (num,))
+
+
+def flatten_draws(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Merge the chain and draw axes: (chain, draw, ...) -> (chain * draw, ...)."""
+    return {k: v.reshape((-1, *v.shape[2:])) for k, v in draws.items()}
+
+
+def predictive_at(
+    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
+) -> Prediction:
+    """The posterior predictive at validated inputs ``x`` from draws shaped (chain, draw, ...)."""
+    flat = flatten_draws(draws)
+    f = forward_draws(backend, spec, flat, x)
+    return Prediction(spec=spec, f=f, noise_std=noise_std_draws(spec, flat))

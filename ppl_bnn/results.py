@@ -1,4 +1,4 @@
-"""``FitResult``: draws, diagnostics and timings of one fit; prediction, ArviZ, save/load."""
+"""``FitResult``: draws, diagnostics and timings of one fit; storage, ArviZ, save/load."""
 
 from __future__ import annotations
 
@@ -11,46 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends import get_backend
-from ppl_bnn.io import import_arviz, write_atomic
-from ppl_bnn.model import validate_inputs
-from ppl_bnn.predictive import Prediction
-from ppl_bnn.program import noise_std
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.files import import_arviz, write_atomic
+from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.model.validate import validate_inputs
+from ppl_bnn.predictive import Prediction, predictive_at
 
 SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
 _VARIATIONAL_FILE = "variational.nc"
 _META_FILE = "fit.json"
-
-
-def forward_draws(
-    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
-) -> np.ndarray:
-    """Outputs ``f`` (S, N, out) for flat draws (S, ...), vectorised over draws."""
-    return get_backend(backend).forward_draws(spec, draws, x)
-
-
-def noise_std_draws(spec: BNNSpec, draws: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """Gaussian noise std per flat draw (S,), or None for classification."""
-    if spec.likelihood != "gaussian":
-        return None
-    num = next(iter(draws.values())).shape[0]
-    return np.broadcast_to(np.asarray(noise_std(spec, draws), dtype=np.float64), (num,))
-
-
-def flatten_draws(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Merge the chain and draw axes: (chain, draw, ...) -> (chain * draw, ...)."""
-    return {k: v.reshape((-1, *v.shape[2:])) for k, v in draws.items()}
-
-
-def predictive_at(
-    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
-) -> Prediction:
-    """The posterior predictive at validated inputs ``x`` from draws shaped (chain, draw, ...)."""
-    flat = flatten_draws(draws)
-    f = forward_draws(backend, spec, flat, x)
-    return Prediction(spec=spec, f=f, noise_std=noise_std_draws(spec, flat))
 
 
 @dataclass

@@ -10,8 +10,8 @@ from scipy import stats
 
 from ppl_bnn import BNNSpec, Prediction
 
-REGRESSION = BNNSpec(input_dim=1, hidden=(), noise="learned")
-CLASSIFICATION = BNNSpec(input_dim=1, hidden=(), likelihood="categorical", num_classes=3)
+REGRESSION = BNNSpec.mlp(input_dim=1, hidden=(), noise="learned")
+CLASSIFICATION = BNNSpec.mlp(input_dim=1, hidden=(), likelihood="categorical", num_classes=3)
 
 # Three draws at two points: f[s, n, 0].
 F_REG = np.array([[[1.0], [-1.0]], [[2.0], [0.0]], [[4.0], [0.5]]], dtype=np.float32)
@@ -63,18 +63,18 @@ def test_draws_regression(reg: Prediction) -> None:
     np.testing.assert_array_equal(reg.draws, F_REG[..., 0])
 
 
-def test_pointwise_log_likelihood_regression(reg: Prediction) -> None:
+def test_log_predictive_density_regression(reg: Prediction) -> None:
     expected = []
     for n in range(2):
         dens = [stats.norm.pdf(Y_REG[n], F_REG[s, n, 0], SIGMA[s]) for s in range(3)]
         expected.append(math.log(sum(dens) / 3))
-    np.testing.assert_allclose(reg.pointwise_log_likelihood(Y_REG), expected, rtol=1e-6)
+    np.testing.assert_allclose(reg.log_predictive_density(Y_REG), expected, rtol=1e-6)
     assert reg.log_likelihood(Y_REG) == pytest.approx(np.mean(expected), rel=1e-6)
 
 
 def test_log_likelihood_is_not_clipped_far_from_data(reg: Prediction) -> None:
     y = np.array([60.0, -60.0])
-    ll = reg.pointwise_log_likelihood(y)
+    ll = reg.log_predictive_density(y)
     assert np.all(np.isfinite(ll))
     # The widest component (sigma=2) dominates: log N(60 | 4, 2) - log 3, plus the rest.
     expected0 = stats.norm.logpdf(60.0, 4.0, 2.0) - math.log(3)
@@ -103,7 +103,7 @@ def test_non_finite_y_regression(reg: Prediction) -> None:
 
 
 def test_known_noise_broadcasts() -> None:
-    spec = BNNSpec(input_dim=1, hidden=(), noise=0.5)
+    spec = BNNSpec.mlp(input_dim=1, hidden=(), noise=0.5)
     pred = Prediction(spec=spec, f=F_REG, noise_std=np.full(3, 0.5))
     f = F_REG[..., 0].astype(np.float64)
     np.testing.assert_allclose(pred.std, np.sqrt(f.var(axis=0) + 0.25), rtol=1e-6)
@@ -131,11 +131,11 @@ def test_log_likelihood_classification(cls: Prediction) -> None:
     expected = [
         math.log((_softmax(f[0, n])[Y_CLS[n]] + _softmax(f[1, n])[Y_CLS[n]]) / 2) for n in range(2)
     ]
-    np.testing.assert_allclose(cls.pointwise_log_likelihood(Y_CLS), expected, rtol=1e-6)
+    np.testing.assert_allclose(cls.log_predictive_density(Y_CLS), expected, rtol=1e-6)
     assert cls.log_likelihood(Y_CLS) == pytest.approx(np.mean(expected), rel=1e-6)
     # log p(y) under the averaged probabilities is the same quantity.
     np.testing.assert_allclose(
-        cls.pointwise_log_likelihood(Y_CLS), np.log(cls.probs[[0, 1], Y_CLS]), rtol=1e-6
+        cls.log_predictive_density(Y_CLS), np.log(cls.probs[[0, 1], Y_CLS]), rtol=1e-6
     )
 
 

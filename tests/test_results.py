@@ -89,7 +89,7 @@ def test_predict_is_consistent_with_stored_log_likelihood(results, data):
     for result in results.values():
         pred = result.predict(x)
         expected = np.log(np.mean(np.exp(result.log_likelihood.reshape(-1, len(y))), axis=0))
-        np.testing.assert_allclose(pred.pointwise_log_likelihood(y), expected, rtol=1e-5)
+        np.testing.assert_allclose(pred.log_predictive_density(y), expected, rtol=1e-5)
         assert np.all(pred.std > pred.epistemic_std)
 
 

@@ -1,5 +1,77 @@
-"""Inference methods, one module each; importing this package registers them all."""
+"""Inference methods: one module each, listed once in :data:`METHODS`.
 
-from ppl_bnn.methods import ensemble, mcmc, sghmc, sgld, svi
+Adding a method is one module exporting ``METHOD`` (a :class:`~ppl_bnn.methods.base.Method`) plus
+one line in :data:`METHODS`; its order there is the order reports list methods in.
+"""
 
-__all__ = ["ensemble", "mcmc", "sghmc", "sgld", "svi"]
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from ppl_bnn.backends import check_backend
+from ppl_bnn.methods import (
+    ensemble,
+    fullrank,
+    hmc,
+    laplace,
+    lowrank,
+    map_estimate,
+    nuts,
+    sghmc,
+    sgld,
+    svi,
+)
+from ppl_bnn.methods.base import Family, Method
+
+#: Every method, in report order.
+METHODS: tuple[Method, ...] = (
+    svi.METHOD,
+    lowrank.METHOD,
+    fullrank.METHOD,
+    map_estimate.METHOD,
+    laplace.METHOD,
+    ensemble.METHOD,
+    nuts.METHOD,
+    hmc.METHOD,
+    sgld.METHOD,
+    sghmc.METHOD,
+)
+
+_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
+
+
+def method_names(family: Family | None = None) -> tuple[str, ...]:
+    """Names of every method (of ``family`` when given), in table order."""
+    return tuple(m.name for m in METHODS if family is None or m.family == family)
+
+
+def available() -> dict[str, tuple[str, ...]]:
+    """``{method: backends}`` for every method."""
+    return {m.name: m.backends for m in sorted(METHODS, key=lambda m: m.name)}
+
+
+def get_method(name: str, backend: str) -> Method:
+    """The method called ``name``, checked to run on ``backend``."""
+    check_backend(backend)
+    if name not in _BY_NAME:
+        raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(_BY_NAME))}")
+    method = _BY_NAME[name]
+    if backend not in method.backends:
+        raise ValueError(
+            f"method {name!r} is not available on backend {backend!r}; "
+            f"it runs on: {', '.join(method.backends)}"
+        )
+    return method
+
+
+def make_options(method: Method, options: dict[str, Any]) -> Any:
+    """``method``'s options dataclass; unknown names raise an error listing the valid ones."""
+    valid = [f.name for f in fields(method.options) if f.init]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(map(repr, unknown))} for method {method.name!r}; "
+            f"valid options: {', '.join(valid)}"
+        )
+    return method.options(**options)

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ppl_bnn.methods.common import RunOutput, check_positive_int
-from ppl_bnn.methods.svi import MAPOptions, _runners
-from ppl_bnn.model import BNN
-from ppl_bnn.registry import register
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods import map_estimate
+from ppl_bnn.methods.base import Family, Method, RunOutput
+from ppl_bnn.methods.checks import check_positive_int
 from ppl_bnn.seeding import child_seed
 
 
 @dataclass(frozen=True, kw_only=True)
-class EnsembleOptions(MAPOptions):
+class EnsembleOptions(map_estimate.MAPOptions):
     """Options of ``fit(..., method="ensemble")``: ``num_members`` MAP fits (default 5), each
     with the ``map`` options."""
 
@@ -30,37 +30,42 @@ class EnsembleOptions(MAPOptions):
         super().__post_init__()
         check_positive_int("num_members", self.num_members)
 
-    def member_options(self) -> MAPOptions:
+    def member_options(self) -> map_estimate.MAPOptions:
         fields = {k: v for k, v in self.__dict__.items() if k != "num_members"}
-        return MAPOptions(**fields)
+        return map_estimate.MAPOptions(**fields)
 
 
-def _ensemble_runner(backend: str):
-    run_map = _runners("map")[backend]
-
-    def run(model: BNN, options: EnsembleOptions, seed: int) -> RunOutput:
-        member_options = options.member_options()
-        members = [
-            run_map(model, member_options, child_seed(seed, f"ensemble_member{k}"))
-            for k in range(options.num_members)
-        ]
-        draws = {
-            name: np.concatenate([m.draws[name] for m in members], axis=1)
-            for name in members[0].draws
-        }
-        timings = {
-            phase: float(sum(m.timings[phase] for m in members))
-            for phase in ("compile", "warmup", "sampling")
-        }
-        info = {**members[0].info, "num_members": options.num_members}
-        diverged = [m.info["diverged_at_step"] for m in members if "diverged_at_step" in m.info]
-        info.pop("diverged_at_step", None)
-        if diverged:
-            info["members_diverged"] = len(diverged)
-        losses = np.stack([m.losses for m in members])
-        return RunOutput(draws=draws, timings=timings, losses=losses, info=info)
-
-    return run
+def run(name: str, target: Target, options: EnsembleOptions, seed: int) -> RunOutput:
+    """K ``map`` fits on the target's backend, their modes as K draws of one chain."""
+    run_map = map_estimate.METHOD.runner(target.backend)
+    member_options = options.member_options()
+    members = [
+        run_map(
+            map_estimate.METHOD.name, target, member_options, child_seed(seed, f"{name}_member{k}")
+        )
+        for k in range(options.num_members)
+    ]
+    draws = {
+        site: np.concatenate([m.draws[site] for m in members], axis=1) for site in members[0].draws
+    }
+    timings = {
+        phase: float(sum(m.timings[phase] for m in members))
+        for phase in ("compile", "warmup", "sampling")
+    }
+    info = {**members[0].info, "num_members": options.num_members}
+    diverged = [m.info["diverged_at_step"] for m in members if "diverged_at_step" in m.info]
+    info.pop("diverged_at_step", None)
+    if diverged:
+        info["members_diverged"] = len(diverged)
+    losses = np.stack([m.losses for m in members])
+    return RunOutput(draws=draws, timings=timings, losses=losses, info=info)
 
 
-register("ensemble", EnsembleOptions, {b: _ensemble_runner(b) for b in ("numpyro", "pyro")})
+METHOD = Method(
+    name="ensemble",
+    summary="deep ensemble of independent MAP fits",
+    options=EnsembleOptions,
+    family=Family.ENSEMBLE,
+    smoke={"num_steps": 20, "num_members": 2},
+    run=run,
+)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl_bnn.methods.common import check_batch_size
+from ppl_bnn.methods.checks import check_batch_size
 
 
 def batch_schedule(

@@ -50,9 +50,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ppl_bnn.methods.common import check_positive_float
-from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, runners, step_size_schedule
-from ppl_bnn.registry import register
+from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.methods.checks import check_positive_float
+from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, step_size_schedule
 
 __all__ = ["SGHMCOptions", "SGHMCState", "sghmc"]
 
@@ -72,6 +72,12 @@ class SGHMCOptions(SGMCMCOptions):
         check_positive_float("friction", self.friction)
         if not self.friction <= 1:
             raise ValueError(f"friction must be in (0, 1], got {self.friction!r}")
+
+    def kernel(
+        self,
+    ) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
+        """:func:`sghmc` configured by these options."""
+        return sghmc(step_size_schedule(self), self.temperature, self.friction)
 
 
 class SGHMCState(NamedTuple):
@@ -113,11 +119,11 @@ def sghmc(
     return init, step
 
 
-def build(
-    options: SGHMCOptions,
-) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
-    """:func:`sghmc` configured by ``options``."""
-    return sghmc(step_size_schedule(options), options.temperature, options.friction)
-
-
-register("sghmc", SGHMCOptions, runners("sghmc", build))
+METHOD = Method(
+    name="sghmc",
+    summary="stochastic-gradient HMC with friction",
+    options=SGHMCOptions,
+    family=Family.MARKOV_CHAIN,
+    smoke={"num_burnin": 10, "num_samples": 5, "thinning": 2, "batch_size": 8},
+    driver="sgmcmc",
+)

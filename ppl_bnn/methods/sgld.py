@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, runners, step_size_schedule
-from ppl_bnn.registry import register
+from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, step_size_schedule
 
 __all__ = ["SGLDOptions", "SGLDState", "sgld", "step_size_schedule"]
 
@@ -29,6 +29,12 @@ __all__ = ["SGLDOptions", "SGLDState", "sgld", "step_size_schedule"]
 @dataclass(frozen=True, kw_only=True)
 class SGLDOptions(SGMCMCOptions):
     """Options of ``fit(..., method="sgld")``: those of :class:`SGMCMCOptions`, nothing more."""
+
+    def kernel(
+        self,
+    ) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
+        """:func:`sgld` configured by these options."""
+        return sgld(step_size_schedule(self), self.temperature)
 
 
 class SGLDState(NamedTuple):
@@ -64,11 +70,11 @@ def sgld(
     return init, step
 
 
-def build(
-    options: SGLDOptions,
-) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
-    """:func:`sgld` configured by ``options``."""
-    return sgld(step_size_schedule(options), options.temperature)
-
-
-register("sgld", SGLDOptions, runners("sgld", build))
+METHOD = Method(
+    name="sgld",
+    summary="stochastic-gradient Langevin dynamics",
+    options=SGLDOptions,
+    family=Family.MARKOV_CHAIN,
+    smoke={"num_burnin": 10, "num_samples": 5, "thinning": 2, "batch_size": 8},
+    driver="sgmcmc",
+)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ppl_bnn.backends as backends
+import ppl_bnn.backends.base as backends_base
 from ppl_bnn import BNN
-from ppl_bnn.backends import draws_per_batch, get_backend
+from ppl_bnn.backends import get_backend
+from ppl_bnn.backends.base import draws_per_batch
 
 
 def _reference(params: dict[str, np.ndarray], x: np.ndarray, layers: int) -> np.ndarray:
@@ -36,7 +37,7 @@ def test_batched_forward_over_draws_matches_each_draw(backend, draws, monkeypatc
     }
     x = rng.normal(size=(5, 2)).astype(np.float32)
     # 2 draws per batch: Pyro's 7 draws go in batches of 2, 2, 2 and a remainder of 1.
-    monkeypatch.setattr(backends, "_BATCH_FLOATS", 2 * 5 * 4)
+    monkeypatch.setattr(backends_base, "_BATCH_FLOATS", 2 * 5 * 4)
     assert draws_per_batch(spec, 5) == 2
     if backend == "numpyro":
         import jax

@@ -7,9 +7,9 @@ import pytest
 import torch
 from pyro.infer.mcmc.util import initialize_model
 
-from ppl_bnn.backends import pyro_backend
-from ppl_bnn.backends.pyro_potential import FlatPotential
-from ppl_bnn.flat import FlatLayout
+from ppl_bnn.backends.pyro import ops as pyro_backend
+from ppl_bnn.backends.pyro.potential import FlatPotential
+from ppl_bnn.model.flat import FlatLayout
 from tests.backends.test_parity import _model
 
 CASES = [

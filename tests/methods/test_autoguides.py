@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
-from ppl_bnn.methods.common import HessianError
+from ppl_bnn.methods.base import HessianError
 from tests.closed_form import flat_draws, linear_problem
 
 BACKENDS = ["numpyro", "pyro"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ppl_bnn.methods.sghmc  # noqa: F401  (registers "sghmc")
 from ppl_bnn import BNN, fit
-from ppl_bnn.methods.common import DivergedError
+from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.sghmc import SGHMCOptions, SGHMCState, sghmc
 from ppl_bnn.methods.sgld import sgld
 from ppl_bnn.methods.sgmcmc import step_size_schedule

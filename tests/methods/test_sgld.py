@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import fit
-from ppl_bnn.methods.common import DivergedError
+from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.sgld import SGLDOptions, sgld, step_size_schedule
 from tests.closed_form import flat_draws, linear_problem
 

@@ -11,7 +11,7 @@ from numpyro.optim import Adam
 
 from ppl_bnn import BNN, fit
 from ppl_bnn.backends import get_backend
-from ppl_bnn.backends import numpyro_backend as nb
+from ppl_bnn.backends.numpyro import ops as nb
 from tests.closed_form import linear_problem
 
 

@@ -5,9 +5,10 @@ With the sites laid end to end in :class:`~ppl_bnn.flat.FlatLayout` order and
 
 .. math:: U(z) = -\log p(T(z)) - c \log p(y \mid x, T(z)) - \log|\det J_T(z)|,
 
-with :math:`\log p` computed by Pyro's own tracer of the Pyro model (:func:`pyro_backend.log_joint`)
-and :math:`c` the likelihood scale. One flat site instead of one tensor per site halves the
-per-step cost of Pyro's HMC/NUTS kernels, which do their arithmetic site by site.
+with :math:`\log p` computed by Pyro's own tracer of the Pyro model
+(:func:`ppl_bnn.backends.pyro.ops.log_joint`) and :math:`c` the likelihood scale. One flat site
+instead of one tensor per site halves the per-step cost of Pyro's HMC/NUTS kernels, which do their
+arithmetic site by site.
 
 Modes, fastest first:
 
@@ -31,10 +32,10 @@ import numpy as np
 import pyro
 import torch
 
-from ppl_bnn.backends import pyro_backend as backend
-from ppl_bnn.flat import FlatLayout
-from ppl_bnn.program import constrain, site_transforms
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.backends.pyro import ops as backend
+from ppl_bnn.model.flat import FlatLayout
+from ppl_bnn.model.program import constrain, site_transforms
+from ppl_bnn.model.spec import BNNSpec
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import pyro.distributions
 import torch
 from pyro import poutine
 
-from ppl_bnn.backends import draws_per_batch
-from ppl_bnn.program import PPL, bnn_model, forward
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.backends.base import draws_per_batch
+from ppl_bnn.model.program import PPL, bnn_model, forward
+from ppl_bnn.model.spec import BNNSpec
 
 name = "pyro"
 
@@ -86,9 +86,8 @@ def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray
     num = next(iter(params.values())).shape[0]
     batch = draws_per_batch(spec, x_t.shape[0])
     out = np.empty((num, x_t.shape[0], spec.output_dim), dtype=np.float32)
-    activation = PPL_PYRO.activations[spec.activation]
     with torch.no_grad():
         for start in range(0, num, batch):
             part = _as_params({k: v[start : start + batch] for k, v in params.items()})
-            out[start : start + batch] = forward(spec, part, x_t, activation).numpy()
+            out[start : start + batch] = forward(spec, part, x_t, PPL_PYRO).numpy()
     return out

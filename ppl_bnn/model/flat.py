@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.model.spec import BNNSpec
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""BNNSpec: validation, site layout, prior scales and serialisation (no PPL involved)."""
+"""BNNSpec: validation, site layout, priors and serialisation (no PPL involved)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppl_bnn.spec import ACTIVATIONS, LEARNED_NOISE_PRIOR, LIKELIHOODS, BNNSpec
+from ppl_bnn.model.priors import Gamma, Normal
+from ppl_bnn.model.spec import ACTIVATIONS, LEARNED_NOISE_PRIOR, LIKELIHOODS, BNNSpec
 
 
 def gaussian(**kwargs: object) -> BNNSpec:
     kwargs.setdefault("input_dim", 2)
     kwargs.setdefault("noise", 0.1)
-    return BNNSpec(**kwargs)
+    return BNNSpec.mlp(**kwargs)
 
 
 def categorical(**kwargs: object) -> BNNSpec:
     kwargs.setdefault("input_dim", 2)
     kwargs.setdefault("num_classes", 3)
-    return BNNSpec(likelihood="categorical", **kwargs)
+    return BNNSpec.mlp(likelihood="categorical", **kwargs)
 
 
 # --- validation ---------------------------------------------------------------------------------
@@ -38,14 +39,15 @@ def test_unknown_activation_lists_allowed_values() -> None:
 
 def test_unknown_likelihood_lists_allowed_values() -> None:
     with pytest.raises(ValueError, match="unknown likelihood 'poisson'") as info:
-        BNNSpec(input_dim=2, likelihood="poisson")
+        BNNSpec.mlp(input_dim=2, likelihood="poisson")
     for name in LIKELIHOODS:
         assert name in str(info.value)
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_every_listed_activation_is_accepted(activation: str) -> None:
-    assert gaussian(activation=activation).activation == activation
+    spec = gaussian(hidden=(3,), activation=activation)
+    assert [layer.activation for layer in spec.layers] == [activation, None]
 
 
 @pytest.mark.parametrize("input_dim", [0, -1, 1.0, True, "2"])
@@ -99,30 +101,30 @@ def test_prior_scale_sequence_with_non_number() -> None:
 @pytest.mark.parametrize("noise", [None, 0, 0.0, -0.1, math.inf, math.nan, "fixed", True])
 def test_gaussian_needs_positive_noise_or_learned(noise: object) -> None:
     with pytest.raises(ValueError, match="gaussian likelihood needs noise"):
-        BNNSpec(input_dim=1, noise=noise)
+        BNNSpec.mlp(input_dim=1, noise=noise)
 
 
 def test_gaussian_accepts_learned_noise_and_int_noise() -> None:
-    assert BNNSpec(input_dim=1, noise="learned").learned_noise
-    assert BNNSpec(input_dim=1, noise=1).noise == 1
-    assert not BNNSpec(input_dim=1, noise=0.5).learned_noise
+    assert BNNSpec.mlp(input_dim=1, noise="learned").learned_noise
+    assert BNNSpec.mlp(input_dim=1, noise=1).noise == 1
+    assert not BNNSpec.mlp(input_dim=1, noise=0.5).learned_noise
 
 
 @pytest.mark.parametrize("num_classes", [None, 1, 0, -3, 2.0, True])
 def test_categorical_needs_at_least_two_classes(num_classes: object) -> None:
     with pytest.raises(ValueError, match="categorical likelihood needs num_classes >= 2"):
-        BNNSpec(input_dim=1, likelihood="categorical", num_classes=num_classes)
+        BNNSpec.mlp(input_dim=1, likelihood="categorical", num_classes=num_classes)
 
 
 @pytest.mark.parametrize("noise", [0.1, "learned"])
 def test_noise_with_categorical_is_rejected(noise: object) -> None:
     with pytest.raises(ValueError, match="noise applies to the gaussian likelihood only"):
-        BNNSpec(input_dim=1, likelihood="categorical", num_classes=3, noise=noise)
+        BNNSpec.mlp(input_dim=1, likelihood="categorical", num_classes=3, noise=noise)
 
 
 def test_num_classes_with_gaussian_is_rejected() -> None:
     with pytest.raises(ValueError, match="num_classes applies to the categorical likelihood only"):
-        BNNSpec(input_dim=1, noise=0.1, num_classes=3)
+        BNNSpec.mlp(input_dim=1, noise=0.1, num_classes=3)
 
 
 def test_spec_is_frozen() -> None:
@@ -159,7 +161,7 @@ def test_sites_learned_noise_ends_with_precision() -> None:
     assert precision.shape == ()
     assert precision.size == 1
     assert precision.positive
-    assert precision.prior == ("gamma", LEARNED_NOISE_PRIOR)
+    assert precision.prior == LEARNED_NOISE_PRIOR == Gamma(6.0, 6.0)
     assert spec.site_dims()["precision"] == []
 
 
@@ -196,7 +198,7 @@ def test_site_dims_match_sites() -> None:
 def test_scalar_prior_scale_applies_to_every_layer() -> None:
     spec = gaussian(input_dim=3, hidden=(5, 4), prior_scale=0.7)
     assert spec.layer_scales == (0.7, 0.7, 0.7)
-    assert [s.prior for s in spec.sites()] == [("normal", 0.7)] * 6
+    assert [s.prior for s in spec.sites()] == [Normal(0.7)] * 6
 
 
 def test_per_layer_prior_scale() -> None:
@@ -204,10 +206,10 @@ def test_per_layer_prior_scale() -> None:
     assert spec.layer_scales == (0.5, 2.0)
     priors = {s.name: s.prior for s in spec.sites()}
     assert priors == {
-        "w0": ("normal", 0.5),
-        "b0": ("normal", 0.5),
-        "w1": ("normal", 2.0),
-        "b1": ("normal", 2.0),
+        "w0": Normal(0.5),
+        "b0": Normal(0.5),
+        "w1": Normal(2.0),
+        "b1": Normal(2.0),
     }
 
 
@@ -215,7 +217,7 @@ def test_fan_in_scaling_divides_by_sqrt_fan_in() -> None:
     spec = gaussian(input_dim=4, hidden=(9, 16), prior_scale=(1.0, 3.0, 2.0), fan_in_scaling=True)
     expected = (1.0 / math.sqrt(4), 3.0 / math.sqrt(9), 2.0 / math.sqrt(16))
     assert spec.layer_scales == pytest.approx(expected, rel=1e-12)
-    assert [s.prior[1] for s in spec.sites()] == pytest.approx(
+    assert [s.prior.scale for s in spec.sites()] == pytest.approx(
         [expected[0], expected[0], expected[1], expected[1], expected[2], expected[2]], rel=1e-12
     )
 
@@ -231,9 +233,9 @@ def test_fan_in_scaling_off_keeps_scales() -> None:
 @pytest.mark.parametrize(
     "spec",
     [
-        BNNSpec(input_dim=3, hidden=(5, 4), noise=0.1),
-        BNNSpec(input_dim=1, hidden=(), noise="learned", activation="relu"),
-        BNNSpec(
+        BNNSpec.mlp(input_dim=3, hidden=(5, 4), noise=0.1),
+        BNNSpec.mlp(input_dim=1, hidden=(), noise="learned", activation="relu"),
+        BNNSpec.mlp(
             input_dim=2,
             hidden=(8,),
             activation="gelu",
@@ -255,8 +257,22 @@ def test_to_dict_from_dict_round_trip(spec: BNNSpec) -> None:
 
 
 def test_to_dict_contents() -> None:
-    spec = BNNSpec(input_dim=2, hidden=(3,), prior_scale=(1.0, 2.0), noise="learned")
+    spec = BNNSpec.mlp(input_dim=2, hidden=(3,), prior_scale=(1.0, 2.0), noise="learned")
     assert spec.to_dict() == {
+        "input_dim": 2,
+        "layers": [
+            {"kind": "dense", "units": 3, "activation": "tanh"},
+            {"kind": "dense", "units": 1, "activation": None},
+        ],
+        "priors": [{"kind": "normal", "scale": 1.0}, {"kind": "normal", "scale": 2.0}],
+        "likelihood": "gaussian",
+        "noise": "learned",
+        "num_classes": None,
+    }
+
+
+def test_from_dict_reads_the_mlp_form_written_before_layers_were_objects() -> None:
+    old = {
         "input_dim": 2,
         "hidden": [3],
         "activation": "tanh",
@@ -266,13 +282,9 @@ def test_to_dict_contents() -> None:
         "noise": "learned",
         "num_classes": None,
     }
-
-
-def test_from_dict_validates() -> None:
-    data = BNNSpec(input_dim=2, noise=0.1).to_dict()
-    data["activation"] = "swish"
-    with pytest.raises(ValueError, match="unknown activation"):
-        BNNSpec.from_dict(data)
+    assert BNNSpec.from_dict(old) == BNNSpec.mlp(
+        input_dim=2, hidden=(3,), prior_scale=(1.0, 2.0), noise="learned"
+    )
 
 
 # --- import hygiene -----------------------------------------------------------------------------
@@ -281,7 +293,7 @@ def test_from_dict_validates() -> None:
 def test_importing_spec_imports_neither_torch_nor_jax() -> None:
     code = (
         "import sys\n"
-        "import ppl_bnn.spec\n"
+        "import ppl_bnn.model.spec\n"
         "heavy = sorted(m for m in ('torch', 'jax', 'jaxlib', 'pyro', 'numpyro') "
         "if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
@@ -298,14 +310,15 @@ def test_importing_spec_imports_neither_torch_nor_jax() -> None:
 
 
 def test_numpy_scalars_and_sequences_are_accepted_and_normalised() -> None:
-    spec = BNNSpec(
+    spec = BNNSpec.mlp(
         input_dim=np.int64(2),
         hidden=np.array([3, 4]),
         prior_scale=[1.0, np.float32(0.5), 2],
         noise=np.float32(0.1),
     )
     assert spec.hidden == (3, 4)
-    assert isinstance(spec.prior_scale, tuple)
+    assert spec.layer_scales == (1.0, 0.5, 2.0)
+    assert all(isinstance(s, float) for s in spec.layer_scales)
     assert isinstance(spec.noise, float)
     hash(spec)  # usable as a cache key
     assert BNNSpec.from_dict(spec.to_dict()) == spec
@@ -313,4 +326,4 @@ def test_numpy_scalars_and_sequences_are_accepted_and_normalised() -> None:
 
 def test_fan_in_scaling_must_be_bool() -> None:
     with pytest.raises(ValueError, match="fan_in_scaling must be True or False"):
-        BNNSpec(input_dim=2, noise=0.1, fan_in_scaling="no")
+        BNNSpec.mlp(input_dim=2, noise=0.1, fan_in_scaling="no")

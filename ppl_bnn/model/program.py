@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ppl_bnn.spec import PRECISION_SITE, BNNSpec, Site
+from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec, Site
 
 
 @dataclass(frozen=True)
@@ -41,25 +41,18 @@ class PPL:
 
 def prior(site: Site, dist: ModuleType) -> Any:
     """The prior distribution of ``site`` built from a distributions module."""
-    kind, params = site.prior
-    if kind == "normal":
-        return dist.Normal(0.0, params).expand(list(site.shape)).to_event(len(site.shape))
-    concentration, rate = params
-    return dist.Gamma(concentration, rate)
+    return site.prior.distribution(dist, site.shape)
 
 
-def forward(spec: BNNSpec, params: Mapping[str, Any], x: Any, activation: Callable) -> Any:
-    """Network output ``f`` for inputs ``x`` (N, D).
+def forward(spec: BNNSpec, params: Mapping[str, Any], x: Any, ppl: PPL) -> Any:
+    """Network output ``f`` for inputs ``x`` (N, D), layer by layer with ``ppl``'s array ops.
 
-    Weights may carry leading batch axes (draws): ``w_l`` of shape (..., in, out) and ``b_l`` of
-    shape (..., out) give ``f`` of shape (..., N, out).
+    Parameters may carry leading batch axes (draws): ``w_l`` of shape (..., in, out) and ``b_l``
+    of shape (..., out) give ``f`` of shape (..., N, out).
     """
     h = x
-    last = spec.num_layers - 1
-    for layer in range(spec.num_layers):
-        h = h @ params[f"w{layer}"] + params[f"b{layer}"][..., None, :]
-        if layer < last:
-            h = activation(h)
+    for layer, sites in spec.layer_params:
+        h = layer.forward({kind: params[name] for kind, name in sites.items()}, h, ppl)
     return h
 
 
@@ -106,7 +99,7 @@ def bnn_model(
         site.name: _drop_data_plate_slot(ppl.sample(site.name, prior(site, ppl.dist)), site)
         for site in spec.sites()
     }
-    f = forward(spec, params, x, ppl.activations[spec.activation])
+    f = forward(spec, params, x, ppl)
     with ppl.plate("data", x.shape[0]), ppl.scale(scale=likelihood_scale):
         if spec.likelihood == "gaussian":
             sigma = noise_std(spec, params)

@@ -14,9 +14,9 @@ import numpyro.distributions
 import numpyro.handlers
 from numpyro.infer.util import log_density as _numpyro_log_density
 
-from ppl_bnn.backends import draws_per_batch
-from ppl_bnn.program import PPL, bnn_model, forward
-from ppl_bnn.spec import BNNSpec
+from ppl_bnn.backends.base import draws_per_batch
+from ppl_bnn.model.program import PPL, bnn_model, forward
+from ppl_bnn.model.spec import BNNSpec
 
 name = "numpyro"
 
@@ -83,7 +83,7 @@ def grad_log_density(
 
 @lru_cache(maxsize=32)
 def _forward_fn(spec: BNNSpec, batch: int, devices: int):
-    one_draw = partial(forward, spec, activation=PPL_NUMPYRO.activations[spec.activation])
+    one_draw = partial(forward, spec, ppl=PPL_NUMPYRO)
 
     def over_draws(params, x):
         return jax.lax.map(lambda p: one_draw(p, x), params, batch_size=batch)

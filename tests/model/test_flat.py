@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl_bnn.flat import FlatLayout
+from ppl_bnn.model.flat import FlatLayout
 from tests.backends.test_parity import _model
 
 

@@ -1,0 +1,82 @@
+"""The ``hmc`` driver on NumPyro: ``nuts`` and ``hmc`` by NumPyro's ``MCMC`` (see
+:mod:`ppl_bnn.methods.hamiltonian`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from numpyro.infer import HMC, MCMC, NUTS, init_to_uniform
+
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.hamiltonian import MCMCOptions, tree_depth
+from ppl_bnn.methods.nuts import NUTSOptions
+from ppl_bnn.seeding import child_seed
+from ppl_bnn.timing import CompileClock, now
+
+
+def _kernel(program: Callable, options: MCMCOptions) -> Any:
+    common = {
+        "step_size": options.step_size,
+        "target_accept_prob": options.target_accept,
+        "dense_mass": options.dense_mass,
+        "init_strategy": init_to_uniform,
+    }
+    if isinstance(options, NUTSOptions):
+        return NUTS(program, max_tree_depth=options.max_tree_depth, **common)
+    return HMC(program, **options.length(), **common)
+
+
+_NUMPYRO_FIELDS = {
+    "num_steps": "n_steps",
+    "accept_prob": "acceptance_rate",
+    "adapt_state.step_size": "step_size",
+    "energy": "energy",
+    "potential_energy": "lp",
+}
+
+
+def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput:
+    """NumPyro's ``MCMC`` with its NUTS or HMC kernel; chains in parallel on host devices."""
+    x, y = target.x, target.y
+    parallel = 1 < options.num_chains <= jax.local_device_count()
+    chain_method = "parallel" if parallel else "sequential"
+    mcmc = MCMC(
+        _kernel(target.program, options),
+        num_warmup=options.num_warmup,
+        num_samples=options.num_samples,
+        num_chains=options.num_chains,
+        chain_method=chain_method,
+        progress_bar=False,
+    )
+    fields = tuple(_NUMPYRO_FIELDS)
+    key_warmup = jax.random.PRNGKey(child_seed(seed, "mcmc_warmup"))
+    key_sample = jax.random.PRNGKey(child_seed(seed, "mcmc_sample"))
+    with CompileClock() as clock:
+        start = now()
+        if options.num_warmup > 0:
+            mcmc.warmup(key_warmup, x, y, extra_fields=fields)
+            jax.block_until_ready(mcmc.post_warmup_state)
+        warm = now()
+        mcmc.run(key_sample, x, y, extra_fields=fields)
+        samples = jax.block_until_ready(mcmc.get_samples(group_by_chain=True))
+        end = now()
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    stats = {name: np.asarray(extra[field]) for field, name in _NUMPYRO_FIELDS.items()}
+    stats["lp"] = -stats["lp"]
+    stats["diverging"] = np.asarray(extra["diverging"])
+    if isinstance(options, NUTSOptions):
+        stats["tree_depth"] = tree_depth(stats["n_steps"])
+    compile_warm = clock.compile_seconds(start, warm)
+    compile_run = clock.compile_seconds(warm, end)
+    timings = {
+        "compile": compile_warm + compile_run,
+        "warmup": (warm - start) - compile_warm,
+        "sampling": (end - warm) - compile_run,
+    }
+    info = {"chain_method": chain_method, "host_devices": jax.local_device_count()}
+    draws = {k: np.asarray(v) for k, v in samples.items()}
+    return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)

@@ -1,0 +1,117 @@
+"""The ``autoguide`` driver on Pyro: SVI with the library's autoguides (see
+:mod:`ppl_bnn.methods.optimisation`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyro
+import torch
+from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO, autoguide
+from pyro.infer.autoguide import init_to_uniform
+
+from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
+from ppl_bnn.methods.base import HessianError, RunOutput
+from ppl_bnn.methods.optimisation import (
+    HESSIAN_MESSAGE,
+    OptimisationOptions,
+    batch_schedule_for,
+    finish,
+)
+from ppl_bnn.seeding import child_seed
+from ppl_bnn.timing import now
+
+
+class _FusedAdamStep:
+    """One Pyro SVI step: the ELBO's gradients, then one torch Adam over every guide parameter.
+
+    Pyro's ``SVI.step`` makes the same update, but traces the model and guide for their parameters
+    at every step and keeps one optimiser per parameter, which costs more than the compiled ELBO
+    on a small network. The parameters are those the first step creates in the param store.
+    """
+
+    def __init__(self, model: Any, guide: Any, elbo: Any, learning_rate: float) -> None:
+        self.model, self.guide, self.elbo = model, guide, elbo
+        self.learning_rate = learning_rate
+        self.optimizer: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> float:
+        loss = self.elbo.loss_and_grads(self.model, self.guide, *args, **kwargs)
+        if self.optimizer is None:
+            self.optimizer = self._adam()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(loss)
+
+    def _adam(self) -> Any:
+        params = [p for _, p in pyro.get_param_store().named_parameters()]
+        return torch.optim.Adam(params, lr=self.learning_rate, foreach=True)
+
+
+def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
+    """Fit ``options.GUIDE`` by SVI, one Python step at a time (see :class:`_FusedAdamStep`)."""
+    x, y, program = target.x, target.y, target.program
+    elbo_cls = JitTrace_ELBO if options.jit else Trace_ELBO
+    elbo_kwargs = {"num_particles": options.num_particles, "max_plate_nesting": 1}
+    if options.num_particles > 1:
+        elbo_kwargs["vectorize_particles"] = True
+    if options.jit:
+        elbo_kwargs["ignore_jit_warnings"] = True
+    batch, scale = options.likelihood_scale(target.num_data)
+    schedule = batch_schedule_for(target.num_data, batch, options, seed)
+    batches = None if schedule is None else torch.from_numpy(schedule).long()
+    names = [site.name for site in target.spec.sites()]
+
+    def step(i: int) -> float:
+        if batches is None:
+            return update(x, y, likelihood_scale=scale)
+        return update(x[batches[i]], y[batches[i]], likelihood_scale=scale)
+
+    losses = np.empty(options.num_steps, dtype=np.float64)
+    with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
+        guide = getattr(autoguide, options.GUIDE)(
+            program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
+        )
+        elbo = elbo_cls(**elbo_kwargs)
+        if options.update == "pyro":
+            adam = pyro.optim.Adam({"lr": options.learning_rate})
+            update = SVI(program, guide, adam, elbo).step
+        else:
+            update = _FusedAdamStep(program, guide, elbo, options.learning_rate)
+        start = now()
+        # The first step traces the model and guide (and JIT-compiles them with JitTrace_ELBO).
+        losses[0] = step(0)
+        first = now()
+        for i in range(1, options.num_steps):
+            losses[i] = step(i)
+        end = now()
+        if options.GUIDE == "AutoLaplaceApproximation":
+            try:
+                guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
+            except (RuntimeError, ValueError) as err:  # Cholesky of a non-PD covariance
+                raise HessianError(HESSIAN_MESSAGE.format(steps=options.num_steps)) from err
+        predictive = Predictive(
+            program, guide=guide, num_samples=options.draws, return_sites=names, parallel=True
+        )
+        with torch.no_grad():
+            draws = {k: v.numpy() for k, v in predictive(x[:1], y[:1]).items()}
+            variational = None
+            if options.GUIDE == "AutoNormal":
+                variational = {
+                    kind: {
+                        name: getattr(getattr(guide, kind + "s"), name).detach().numpy().copy()
+                        for name in names
+                    }
+                    for kind in ("loc", "scale")
+                }
+        drawn = now()
+    timings = {"compile": first - start, "warmup": end - first, "sampling": drawn - end}
+    info = {
+        "elbo": elbo_cls.__name__,
+        "update": options.update,
+        "guide": options.GUIDE,
+        "torch_threads": torch.get_num_threads(),
+    }
+    return finish(target, options, losses, draws, timings, variational, info)

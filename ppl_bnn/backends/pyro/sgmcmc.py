@@ -1,0 +1,101 @@
+"""The ``sgmcmc`` driver on Pyro: an SG-MCMC kernel in a torch loop on the flat potential
+(see :mod:`ppl_bnn.methods.sgmcmc`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.pyro.potential import FlatPotential
+from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.sgmcmc import (
+    SGMCMCOptions,
+    batch_schedules,
+    finish,
+    initial_positions,
+    kept_draws,
+    site_arrays,
+)
+from ppl_bnn.seeding import child_seed
+from ppl_bnn.timing import now
+
+
+def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutput:
+    """Run ``options.kernel()`` on Pyro: a Python loop per chain, its own ``torch.Generator``.
+
+    The chain moves one flat vector of unconstrained parameters on the Pyro model's flat
+    potential (:class:`~ppl_bnn.backends.pyro.potential.FlatPotential`, traced unless
+    ``jit=False``); the updates are elementwise, so a flat position takes the steps that one
+    array per site would, at a fraction of the per-step cost.
+    """
+    spec = target.spec
+    x, y = target.x, target.y
+    n = target.num_data
+    batch = options.resolved_batch_size(n)
+    init, step = options.kernel()
+    starts = initial_positions(target.model, options.num_chains, seed, name)
+    start = now()
+    potential = FlatPotential(
+        spec, x[:batch], y[:batch], likelihood_scale=n / batch,
+        mode="traced" if options.jit else "eager",
+    )  # fmt: skip
+    timings = {"compile": now() - start, "warmup": 0.0, "sampling": 0.0}
+    schedules = batch_schedules(n, batch, options, seed, name)
+    flat_per_chain, stats_per_chain, diverged_at = [], [], []
+    for chain, position in enumerate(starts):
+        batches = None if schedules is None else torch.from_numpy(schedules[chain]).long()
+        generator = torch.Generator().manual_seed(child_seed(seed, f"{name}_chain{chain}"))
+        state = init({"z": torch.as_tensor(potential.layout.flatten(position))})
+        kept_z, chain_stats = [], {"step_size": [], "lp": []}
+        diverged, warm = -1, None
+        start = now()
+        for t in range(options.num_steps):
+            if t == options.num_burnin:
+                warm = now()
+            xb, yb = (x, y) if batches is None else (x[batches[t]], y[batches[t]])
+            z = state.position["z"].detach().requires_grad_()
+            energy = potential(z, xb, yb)
+            (grad,) = torch.autograd.grad(energy, z)
+            with torch.no_grad():
+                noise = torch.randn(potential.size, generator=generator)
+                new, info = step(state, -energy.detach(), {"z": -grad}, {"z": noise})
+                finite = torch.isfinite(energy) and all(
+                    torch.isfinite(v).all() for v in site_arrays(new)
+                )
+            if not finite:
+                diverged = t
+                break
+            state = new
+            kept_step = t - options.num_burnin + 1
+            if kept_step > 0 and kept_step % options.thinning == 0:
+                kept_z.append(state.position["z"].numpy().copy())
+                chain_stats["step_size"].append(float(info.step_size))
+                chain_stats["lp"].append(float(info.log_density))
+        end = now()
+        warm = end if warm is None else warm
+        timings["warmup"] += warm - start
+        timings["sampling"] += end - warm
+        diverged_at.append(diverged)
+        flat_per_chain.append(kept_z)
+        stats_per_chain.append(chain_stats)
+    kept = kept_draws(np.asarray(diverged_at), options)
+    length = int(kept.min())
+    flat = np.stack(
+        [np.asarray(z[:length], dtype=np.float32).reshape(length, potential.size)
+         for z in flat_per_chain]
+    )  # fmt: skip
+    # No draw at all only when a chain diverged at once, which _finish reports as an error.
+    constrained = potential.constrained(flat) if length else {}
+    draws = {k: v.astype(np.float32) for k, v in constrained.items()}
+    stats = {
+        k: np.stack([np.asarray(s[k][:length]) for s in stats_per_chain])
+        for k in ("step_size", "lp")
+    }
+    info = {
+        "batch_size": batch,
+        "chain_method": "sequential",
+        "potential": potential.mode,
+        "torch_threads": torch.get_num_threads(),
+    }
+    return finish(name, draws, stats, np.asarray(diverged_at), options, timings, info)

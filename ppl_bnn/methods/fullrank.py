@@ -1,0 +1,27 @@
+"""``fullrank``: Gaussian VI with a full covariance (``AutoMultivariateNormal``; small networks;
+see :mod:`ppl_bnn.methods.optimisation`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.methods.optimisation import GaussianGuideOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullRankOptions(GaussianGuideOptions):
+    """Options of ``fit(..., method="fullrank")``."""
+
+    GUIDE: ClassVar[str] = "AutoMultivariateNormal"
+
+
+METHOD = Method(
+    name="fullrank",
+    summary="Gaussian VI, full covariance",
+    options=FullRankOptions,
+    family=Family.OPTIMISATION,
+    smoke={"num_steps": 30, "num_draws": 5},
+    driver="autoguide",
+)

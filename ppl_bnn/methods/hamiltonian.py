@@ -1,0 +1,81 @@
+r"""What ``nuts`` (No-U-Turn, Hoffman & Gelman 2014) and ``hmc`` (Neal 2011) share.
+
+Both run on the potential :math:`U(z) = -\log p(y, T(z)) - \log|\det J_T(z)|` of the
+unconstrained parameters, with leapfrog steps
+
+.. math:: r \leftarrow r - \tfrac{\epsilon}{2}\nabla U(z),\quad
+          z \leftarrow z + \epsilon M^{-1} r,\quad
+          r \leftarrow r - \tfrac{\epsilon}{2}\nabla U(z),
+
+step size :math:`\epsilon` adapted by dual averaging to ``target_accept`` and a diagonal (or dense)
+mass matrix :math:`M` adapted during warmup. NumPyro runs its own ``MCMC``. Pyro runs its ``MCMC``
+on a potential built once before sampling, so building it (tracing, compiling) is timed apart from
+warmup and sampling and every gradient evaluation is counted: by default the Pyro model's
+potential on one flat vector, its value and gradient compiled together
+(:mod:`ppl_bnn.backends.pyro.potential`); ``potential="pyro"`` / ``"pyro_jit"`` use Pyro's own
+per-site potential from ``initialize_model`` (eager, or with ``jit_compile``). The driver is
+``hmc`` in each backend folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppl_bnn.methods.checks import (
+    check_bool,
+    check_positive_float,
+    check_positive_int,
+    check_probability,
+)
+
+#: Pyro potentials: flat-vector ones (see :mod:`ppl_bnn.backends.pyro.potential`), then Pyro's own.
+PYRO_POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCMCOptions:
+    """Options shared by ``nuts`` and ``hmc``.
+
+    Attributes:
+        num_warmup: Adaptation iterations per chain (discarded).
+        num_samples: Kept draws per chain.
+        num_chains: Independent chains. NumPyro runs them in parallel when JAX has that many host
+            devices (see :func:`ppl_bnn.configure_runtime`), else sequentially; Pyro runs them one
+            after another in this process.
+        target_accept: Target acceptance probability of step-size adaptation.
+        step_size: Initial leapfrog step size.
+        dense_mass: Adapt a dense mass matrix instead of a diagonal one.
+        potential: Pyro only: how the potential is evaluated. ``"compiled"`` (the fastest),
+            ``"traced"`` or ``"eager"``: the Pyro model's log joint on one flat vector of
+            unconstrained parameters, with value and gradient compiled by ``torch.compile``,
+            ``torch.jit.trace``-d, or plain; ``"pyro_jit"`` / ``"pyro"``: Pyro's own per-site
+            potential from ``initialize_model`` with / without ``jit_compile`` (Pyro's default
+            path). NumPyro always compiles.
+    """
+
+    num_warmup: int = 500
+    num_samples: int = 500
+    num_chains: int = 1
+    target_accept: float = 0.8
+    step_size: float = 1.0
+    dense_mass: bool = False
+    potential: str = "compiled"
+
+    def __post_init__(self) -> None:
+        check_positive_int("num_warmup", self.num_warmup, minimum=0)
+        check_positive_int("num_samples", self.num_samples)
+        check_positive_int("num_chains", self.num_chains)
+        check_probability("target_accept", self.target_accept)
+        check_positive_float("step_size", self.step_size)
+        check_bool("dense_mass", self.dense_mass)
+        if self.potential not in PYRO_POTENTIALS:
+            raise ValueError(
+                f"unknown potential {self.potential!r}; available: {', '.join(PYRO_POTENTIALS)}"
+            )
+
+
+def tree_depth(num_steps: np.ndarray) -> np.ndarray:
+    """NUTS tree depth from leapfrog steps per draw (the convention ArviZ uses)."""
+    return (np.floor(np.log2(np.maximum(num_steps, 1))) + 1).astype(np.int64)

@@ -1,0 +1,204 @@
+r"""What the guide-based methods share: options, minibatch schedule, and the finished output.
+
+Each of these methods (one module each) fits a guide :math:`q_\phi` on the unconstrained values
+:math:`z = T^{-1}(\theta)` by maximising the reparameterised (beta-)ELBO with Adam (Kingma &
+Welling 2014; Kingma & Ba 2015)
+
+.. math:: \mathcal L(\phi) = \mathbb E_{q_\phi}\big[c \log p(y_B \mid \theta)
+          + \log p(\theta) - \log q_\phi(\theta)\big],\qquad c = \frac{N}{|B|\,\beta},
+
+where the likelihood scale :math:`c` is the model's ``likelihood_scale`` (minibatch and KL weight
+live in the log joint). The methods differ only in the guide, each the same class in both libraries:
+
+========== ================================== ============================================
+method     guide                              posterior
+========== ================================== ============================================
+svi        ``AutoNormal``                     mean-field Gaussian (Blundell et al. 2015)
+lowrank    ``AutoLowRankMultivariateNormal``  Gaussian, low-rank plus diagonal covariance
+fullrank   ``AutoMultivariateNormal``         Gaussian, full covariance (small nets)
+map        ``AutoDelta``                      point estimate (the posterior mode)
+laplace    ``AutoLaplaceApproximation``       Gaussian at the mode, covariance the inverse
+                                              Hessian of :math:`-\log p` (MacKay 1992)
+========== ================================== ============================================
+
+The driver is ``autoguide`` in each backend folder (:mod:`ppl_bnn.backends.numpyro.autoguide`,
+:mod:`ppl_bnn.backends.pyro.autoguide`). NumPyro scans the whole optimisation in one compiled
+program. Pyro takes its steps in Python: by default the ELBO is ``JitTrace_ELBO`` and one torch
+Adam (``foreach``) updates every guide parameter at once (``update="fused"``); ``update="pyro"``
+takes Pyro's own ``SVI.step``, which traces the parameters at every step and keeps one Adam per
+parameter. Adam is elementwise, so both updates are the same map.
+
+Posterior draws come from each library's own guide sampler (NumPyro ``sample_posterior``, Pyro
+``Predictive``), seeded from the fit's seed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.checks import (
+    check_batch_size,
+    check_bool,
+    check_positive_float,
+    check_positive_int,
+)
+from ppl_bnn.methods.minibatch import batch_schedule
+from ppl_bnn.seeding import numpy_generator
+
+logger = logging.getLogger(__name__)
+
+#: Pyro's optimiser updates: one fused Adam over all guide parameters, or Pyro's ``SVI.step``.
+PYRO_UPDATES: tuple[str, ...] = ("fused", "pyro")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimisationOptions:
+    """Options every guide-based method shares.
+
+    Attributes:
+        num_steps: Optimisation steps.
+        learning_rate: Adam step size.
+        num_particles: Monte Carlo samples per ELBO estimate.
+        jit: Pyro only: ``JitTrace_ELBO`` (True) or ``Trace_ELBO``. NumPyro always compiles.
+        update: Pyro only: ``"fused"`` (one torch Adam over every guide parameter, the fastest)
+            or ``"pyro"`` (Pyro's ``SVI.step`` with ``pyro.optim.Adam``; with ``jit=False``,
+            Pyro's default path). Both apply the same Adam update.
+        batch_size: Minibatch size per step (``None``: full batch). The likelihood is scaled by
+            N / batch_size in the model, so each step's ELBO is unbiased for the full-data ELBO.
+        kl_weight: :math:`\\beta` of beta-VI, :math:`\\mathbb E_q[\\log p(y \\mid \\theta)]
+            - \\beta\\,\\mathrm{KL}(q \\| p)`; 1 is standard VI, other values are labelled
+            tempered. Implemented as a likelihood scale of 1 / beta (same optimum); the recorded
+            losses are the beta-ELBO's.
+    """
+
+    num_steps: int = 5000
+    learning_rate: float = 0.01
+    num_particles: int = 1
+    jit: bool = True
+    update: str = "fused"
+    batch_size: int | None = None
+    kl_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_positive_int("num_steps", self.num_steps)
+        check_positive_float("learning_rate", self.learning_rate)
+        check_positive_int("num_particles", self.num_particles)
+        check_bool("jit", self.jit)
+        if self.update not in PYRO_UPDATES:
+            raise ValueError(
+                f"unknown update {self.update!r}; available: {', '.join(PYRO_UPDATES)}"
+            )
+        if self.batch_size is not None:
+            check_positive_int("batch_size", self.batch_size)
+        check_positive_float("kl_weight", self.kl_weight)
+
+    def likelihood_scale(self, num_data: int) -> tuple[int, float]:
+        """``(batch size, likelihood scale N / (batch size * kl_weight))`` for ``num_data``."""
+        batch = num_data if self.batch_size is None else self.batch_size
+        check_batch_size(batch, num_data)
+        return batch, num_data / batch / self.kl_weight
+
+    @property
+    def draws(self) -> int:
+        """Posterior draws taken from the fitted guide."""
+        return 1
+
+    def guide_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the autoguide class (beyond the model and init_loc_fn)."""
+        return {}
+
+    #: The autoguide class, by its name in both ``numpyro.infer.autoguide`` and
+    #: ``pyro.infer.autoguide``; set by each method's options.
+    GUIDE: ClassVar[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledGuideOptions(OptimisationOptions):
+    """Options of a guide that is a distribution: ``num_draws`` taken from it after fitting."""
+
+    num_draws: int = 1000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive_int("num_draws", self.num_draws)
+
+    @property
+    def draws(self) -> int:
+        return self.num_draws
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaussianGuideOptions(SampledGuideOptions):
+    """Options of the Gaussian variational guides (``svi``, ``lowrank``, ``fullrank``).
+
+    Attributes:
+        init_scale: Initial std of the guide (the libraries' default, 0.1).
+    """
+
+    init_scale: float = 0.1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive_float("init_scale", self.init_scale)
+
+    def guide_kwargs(self) -> dict[str, Any]:
+        return {"init_scale": self.init_scale}
+
+
+HESSIAN_MESSAGE = (
+    "laplace: the Hessian of -log p at the optimum found after {steps} steps is not positive "
+    "definite, so it defines no Gaussian; the optimisation may not have reached a mode "
+    "(raise num_steps) or the mode is degenerate"
+)
+
+
+def check_finite(losses: np.ndarray, info: dict[str, Any]) -> None:
+    bad = np.flatnonzero(~np.isfinite(losses))
+    if bad.size:
+        info["diverged_at_step"] = int(bad[0])
+        logger.warning("loss became non-finite at step %d", bad[0])
+
+
+def finish(
+    target: Target,
+    options: OptimisationOptions,
+    losses: np.ndarray,
+    draws: dict[str, np.ndarray],
+    timings: dict[str, float],
+    variational: dict | None,
+    info: dict[str, Any],
+) -> RunOutput:
+    losses = options.kl_weight * losses
+    info.update(
+        {
+            "batch_size": options.likelihood_scale(target.num_data)[0],
+            "kl_weight": options.kl_weight,
+            "tempered": options.kl_weight != 1.0,
+        }
+    )
+    check_finite(losses, info)
+    sites = {s.name: s.shape for s in target.spec.sites()}
+    draws = {
+        k: np.asarray(v, dtype=np.float32).reshape(1, options.draws, *sites[k])
+        for k, v in draws.items()
+        if k in sites
+    }
+    return RunOutput(
+        draws=draws, timings=timings, losses=losses, variational=variational, info=info
+    )
+
+
+def batch_schedule_for(
+    num_data: int, batch: int, options: OptimisationOptions, seed: int
+) -> np.ndarray | None:
+    """Each step's minibatch indices (see :mod:`ppl_bnn.methods.minibatch`), the same for both
+    backends; ``None`` when every step takes the full data."""
+    if batch == num_data:
+        return None
+    return batch_schedule(num_data, batch, options.num_steps, numpy_generator(seed, "svi_batches"))

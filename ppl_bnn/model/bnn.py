@@ -1,0 +1,160 @@
+"""``BNN``: a :class:`~ppl_bnn.model.spec.BNNSpec` bound to validated training data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Literal
+
+import numpy as np
+
+from ppl_bnn.backends import get_backend
+from ppl_bnn.model.layers import Layer
+from ppl_bnn.model.priors import Prior
+from ppl_bnn.model.spec import DEFAULT_PRIOR, BNNSpec
+from ppl_bnn.model.validate import check_params, validate_inputs, validate_targets
+from ppl_bnn.seeding import numpy_generator
+
+#: The MLP shorthand's defaults; ``layers=`` replaces them, so they must be left as they are.
+_MLP_DEFAULTS = {"hidden": (50,), "activation": "tanh", "prior_scale": 1.0, "fan_in_scaling": False}
+
+
+class BNN:
+    """A Bayesian neural network: the spec plus its training data.
+
+    The network is either given layer by layer (``layers=[Dense(50, "relu"), Dense(1)]``, the last
+    layer's width being the output width, with ``prior=`` for the weights and biases) or, as
+    shorthand for an MLP, by ``hidden``, ``activation``, ``prior_scale`` and ``fan_in_scaling``
+    (see :meth:`BNNSpec.mlp <ppl_bnn.model.spec.BNNSpec.mlp>`).
+
+    Args:
+        x: Inputs, shape (N, D), finite.
+        y: Targets, shape (N,): floats for ``likelihood="gaussian"``, integer labels 0..K-1 for
+            ``"categorical"`` (K is ``num_classes`` or, by default, ``max(y) + 1``).
+        hidden, activation, prior_scale, fan_in_scaling: The MLP shorthand.
+        likelihood, noise, num_classes: See :class:`~ppl_bnn.model.spec.BNNSpec`.
+        layers: The layers from input to output (:mod:`ppl_bnn.layers`), instead of the shorthand.
+        prior: One prior (:mod:`ppl_bnn.priors`) for every weight and bias, or one per
+            parametrised layer; with the shorthand it replaces ``prior_scale``.
+
+    Example:
+        >>> import numpy as np
+        >>> from ppl_bnn import BNN, layers, priors
+        >>> x = np.linspace(-1, 1, 20)[:, None]
+        >>> model = BNN(x, np.sin(3 * x[:, 0]), hidden=(10,), noise=0.1)
+        >>> sorted(model.init_params(seed=0))
+        ['b0', 'b1', 'w0', 'w1']
+        >>> same = BNN(x, np.sin(3 * x[:, 0]), layers=[layers.Dense(10, "tanh"), layers.Dense(1)],
+        ...            prior=priors.Normal(1.0), noise=0.1)
+        >>> same.spec == model.spec
+        True
+    """
+
+    def __init__(
+        self,
+        x: object,
+        y: object,
+        *,
+        hidden: Sequence[int] = (50,),
+        activation: str = "tanh",
+        prior_scale: float | Sequence[float] = 1.0,
+        fan_in_scaling: bool = False,
+        likelihood: Literal["gaussian", "categorical"] = "gaussian",
+        noise: float | Literal["learned"] | None = None,
+        num_classes: int | None = None,
+        layers: Sequence[Layer] | None = None,
+        prior: Prior | Sequence[Prior] | None = None,
+    ) -> None:
+        x_arr = validate_inputs(x)
+        y_arr = validate_targets(y, x_arr.shape[0], likelihood, num_classes)
+        if likelihood == "categorical" and num_classes is None:
+            num_classes = int(y_arr.max()) + 1
+        if likelihood == "gaussian" and noise is None:
+            raise ValueError("gaussian likelihood needs noise: a known std > 0 or 'learned'")
+        shorthand = {
+            "hidden": hidden,
+            "activation": activation,
+            "prior_scale": prior_scale,
+            "fan_in_scaling": fan_in_scaling,
+        }
+        if layers is None:
+            if prior is not None and (prior_scale, fan_in_scaling) != (1.0, False):
+                raise ValueError("give prior= or prior_scale=/fan_in_scaling=, not both")
+            spec = BNNSpec.mlp(
+                input_dim=x_arr.shape[1],
+                likelihood=likelihood,
+                noise=noise,
+                num_classes=num_classes,
+                **shorthand,
+            )
+            if prior is not None:
+                spec = replace(spec, priors=prior)
+        else:
+            changed = sorted(k for k, v in shorthand.items() if _differs(v, _MLP_DEFAULTS[k]))
+            if changed:
+                raise ValueError(
+                    f"layers= describes the whole network; drop the MLP shorthand {changed}"
+                )
+            spec = BNNSpec(
+                input_dim=x_arr.shape[1],
+                layers=layers,
+                priors=DEFAULT_PRIOR if prior is None else prior,
+                likelihood=likelihood,
+                noise=noise,
+                num_classes=num_classes,
+            )
+        self.spec = spec
+        self.x = x_arr
+        self.y = y_arr
+
+    @classmethod
+    def from_spec(cls, spec: BNNSpec, x: object, y: object) -> BNN:
+        """Bind an existing spec to data (checked against it)."""
+        x_arr = validate_inputs(x, spec.input_dim)
+        model = cls.__new__(cls)
+        model.spec = spec
+        model.x = x_arr
+        model.y = validate_targets(y, x_arr.shape[0], spec.likelihood, spec.num_classes)
+        return model
+
+    @property
+    def num_data(self) -> int:
+        return int(self.x.shape[0])
+
+    def __repr__(self) -> str:
+        return f"BNN(n={self.num_data}, spec={self.spec!r})"
+
+    def init_params(self, seed: int) -> dict[str, np.ndarray]:
+        """One draw from the prior, as float32 numpy arrays keyed by site name."""
+        rng = numpy_generator(seed, "init_params")
+        return {
+            site.name: np.asarray(site.prior.sample(rng, site.shape), dtype=np.float32)
+            for site in self.spec.sites()
+        }
+
+    def check_params(self, params: Mapping[str, object]) -> dict[str, np.ndarray]:
+        """``params`` validated against the spec's sites (names, shapes, finiteness, support)."""
+        return check_params(self.spec, params)
+
+    def log_density(self, params: Mapping[str, object], backend: str = "numpyro") -> float:
+        """Log joint ``log p(theta) + sum_i log p(y_i | x_i, theta)``, by ``backend``'s model."""
+        impl = get_backend(backend)
+        checked = self.check_params(params)
+        x, y = impl.data(self.spec, self.x, self.y)
+        return impl.log_density(self.spec, x, y, checked)
+
+    def grad_log_density(
+        self, params: Mapping[str, object], backend: str = "numpyro"
+    ) -> dict[str, np.ndarray]:
+        """Gradient of :meth:`log_density` with respect to every site."""
+        impl = get_backend(backend)
+        checked = self.check_params(params)
+        x, y = impl.data(self.spec, self.x, self.y)
+        return impl.grad_log_density(self.spec, x, y, checked)
+
+
+def _differs(value: object, default: object) -> bool:
+    """Whether a shorthand argument was changed from its default (sequences compared as tuples)."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        value = tuple(value)
+    return value != default

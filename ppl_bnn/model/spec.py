@@ -1,0 +1,344 @@
+r"""Backend-neutral description of a Bayesian neural network.
+
+A :class:`BNNSpec` says everything needed to write the model down in any PPL: a stack of layers
+(:mod:`ppl_bnn.model.layers`) mapping inputs :math:`x` to outputs :math:`f`, a prior per
+parametrised layer (:mod:`ppl_bnn.model.priors`) on its weights and biases, and either a Gaussian
+likelihood :math:`y \sim \mathcal N(f, \sigma^2)` or a categorical one
+:math:`y \sim \text{Categorical}(\text{softmax}(f))`. For the MLP of :meth:`BNNSpec.mlp`,
+
+.. math::
+
+    h_0 = x,\qquad h_{l+1} = \phi(h_l W_l + b_l)\ (l < L),\qquad f = h_L W_L + b_L,
+
+    W_l \sim \mathcal N(0, s_l^2),\quad b_l \sim \mathcal N(0, s_l^2),
+
+with :math:`s_l` = ``prior_scale`` (optionally divided by :math:`\sqrt{\text{fan\_in}_l}`).
+
+With ``noise="learned"`` the Gaussian noise precision :math:`\tau = \sigma^{-2}` gets the
+:math:`\text{Gamma}(6, 6)` prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
+as used on the UCI regression benchmark.
+
+This module imports neither torch nor jax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from math import prod, sqrt
+from typing import Any, Literal
+
+import numpy as np
+
+from ppl_bnn.model.layers import ACTIVATIONS, Dense, Layer, check_activation, layer_from_dict
+from ppl_bnn.model.priors import Gamma, Normal, Prior, prior_from_dict
+from ppl_bnn.model.scalars import is_int, is_number
+
+__all__ = ["ACTIVATIONS", "LEARNED_NOISE_PRIOR", "LIKELIHOODS", "PRECISION_SITE", "BNNSpec", "Site"]
+
+LIKELIHOODS: tuple[str, ...] = ("gaussian", "categorical")
+
+#: Prior of every weight and bias unless one is given.
+DEFAULT_PRIOR = Normal(1.0)
+
+#: Prior on the noise precision when ``noise="learned"``.
+LEARNED_NOISE_PRIOR = Gamma(6.0, 6.0)
+
+PRECISION_SITE = "precision"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Site:
+    """One latent variable of the model.
+
+    Attributes:
+        name: Site name, identical in every backend (``w0``, ``b0``, ..., ``precision``).
+        shape: Shape of one draw of the site.
+        prior: Its prior (:mod:`ppl_bnn.model.priors`).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    prior: Prior
+
+    @property
+    def positive(self) -> bool:
+        """Whether the site lives on (0, inf) (its unconstrained transform is ``exp``)."""
+        return self.prior.positive
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+
+def _check_likelihood(
+    likelihood: object, noise: object, num_classes: object
+) -> tuple[float | str | None, int | None]:
+    """``(noise, num_classes)`` normalised, or ``ValueError`` naming what does not fit."""
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"unknown likelihood {likelihood!r}; allowed: {', '.join(LIKELIHOODS)}")
+    if likelihood == "gaussian":
+        if num_classes is not None:
+            raise ValueError("num_classes applies to the categorical likelihood only")
+        if noise == "learned":
+            return "learned", None
+        if not is_number(noise) or not (0 < noise < float("inf")):
+            raise ValueError(
+                "gaussian likelihood needs noise: a finite known std > 0 or 'learned', "
+                f"got {noise!r}"
+            )
+        return float(noise), None
+    if noise is not None:
+        raise ValueError("noise applies to the gaussian likelihood only")
+    if not is_int(num_classes) or num_classes < 2:
+        raise ValueError(f"categorical likelihood needs num_classes >= 2, got {num_classes!r}")
+    return None, int(num_classes)
+
+
+def _check_input_dim(input_dim: object) -> int:
+    if not is_int(input_dim) or input_dim < 1:
+        raise ValueError(f"input_dim must be a positive integer, got {input_dim!r}")
+    return int(input_dim)
+
+
+def _as_tuple(value: object) -> object:
+    """Lists and arrays as tuples; anything else unchanged (for validation to judge)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(value)
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class BNNSpec:
+    """A Bayesian network: layers, priors and likelihood.
+
+    Args:
+        input_dim: Number of input features D.
+        layers: The layers from input to output (the last one's width is the output width: 1 for
+            regression, ``num_classes`` for classification).
+        priors: One prior for every weight and bias, or one per parametrised layer.
+        likelihood: ``"gaussian"`` or ``"categorical"``.
+        noise: Gaussian likelihood only: a known noise std (> 0) or ``"learned"``.
+        num_classes: Categorical likelihood only: the number of classes K (>= 2).
+
+    :meth:`mlp` builds the spec of a fully connected network from layer widths.
+    """
+
+    input_dim: int
+    layers: tuple[Layer, ...]
+    priors: Prior | tuple[Prior, ...] = DEFAULT_PRIOR
+    likelihood: Literal["gaussian", "categorical"] = "gaussian"
+    noise: float | Literal["learned"] | None = None
+    num_classes: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "input_dim", _check_input_dim(self.input_dim))
+        noise, num_classes = _check_likelihood(self.likelihood, self.noise, self.num_classes)
+        object.__setattr__(self, "noise", noise)
+        object.__setattr__(self, "num_classes", num_classes)
+        layers = _as_tuple(self.layers)
+        if not isinstance(layers, tuple) or not layers:
+            raise ValueError(f"layers must be a non-empty sequence of layers, got {self.layers!r}")
+        for layer in layers:
+            if not isinstance(layer, Layer):
+                raise ValueError(f"not a layer: {layer!r} (see ppl_bnn.layers)")
+        object.__setattr__(self, "layers", layers)
+        shape = self._shapes[-1]
+        if shape != (self.output_dim,):
+            raise ValueError(
+                f"the last layer gives outputs of shape {shape}, but the {self.likelihood} "
+                f"likelihood needs {self.output_dim} output(s)"
+            )
+        object.__setattr__(self, "priors", self._check_priors())
+
+    @cached_property
+    def _shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Per-example shapes from the input through every layer."""
+        shapes = [(self.input_dim,)]
+        for layer in self.layers:
+            shapes.append(tuple(layer.output_shape(shapes[-1])))
+        return tuple(shapes)
+
+    def _check_priors(self) -> tuple[Prior, ...]:
+        count = self.num_layers
+        priors = self.priors
+        if isinstance(priors, Prior):
+            return (priors,) * count
+        priors = _as_tuple(priors)
+        if not isinstance(priors, tuple) or not all(isinstance(p, Prior) for p in priors):
+            raise ValueError(f"priors must be a prior or one prior per layer, got {self.priors!r}")
+        if len(priors) != count:
+            raise ValueError(f"{len(priors)} priors given but the network has {count} layers")
+        return priors
+
+    @classmethod
+    def mlp(
+        cls,
+        *,
+        input_dim: int,
+        hidden: Sequence[int] | int = (),
+        activation: str = "tanh",
+        prior_scale: float | Sequence[float] = 1.0,
+        fan_in_scaling: bool = False,
+        likelihood: Literal["gaussian", "categorical"] = "gaussian",
+        noise: float | Literal["learned"] | None = None,
+        num_classes: int | None = None,
+    ) -> BNNSpec:
+        """A fully connected network with Normal priors.
+
+        Args:
+            input_dim: Number of input features D.
+            hidden: Widths of the hidden layers; ``()`` gives Bayesian linear / softmax
+                regression.
+            activation: One of :data:`ACTIVATIONS` (``gelu`` is the exact, erf-based GELU).
+            prior_scale: Prior std of every weight and bias, one number or one per layer
+                (``len(hidden) + 1`` values).
+            fan_in_scaling: Divide each layer's prior std by ``sqrt(fan_in)``.
+            likelihood, noise, num_classes: As for :class:`BNNSpec`.
+        """
+        input_dim = _check_input_dim(input_dim)
+        hidden = _check_hidden(hidden)
+        if not isinstance(fan_in_scaling, bool):
+            raise ValueError(f"fan_in_scaling must be True or False, got {fan_in_scaling!r}")
+        check_activation(activation)
+        _, classes = _check_likelihood(likelihood, noise, num_classes)
+        output_dim = 1 if likelihood == "gaussian" else classes
+        scales = _check_scales(prior_scale, len(hidden) + 1)
+        fan_ins = (input_dim, *hidden)
+        if fan_in_scaling:
+            scales = tuple(s / sqrt(fan_in) for s, fan_in in zip(scales, fan_ins, strict=True))
+        layers = (*(Dense(width, activation) for width in hidden), Dense(output_dim))
+        return cls(
+            input_dim=input_dim,
+            layers=layers,
+            priors=tuple(Normal(s) for s in scales),
+            likelihood=likelihood,
+            noise=noise,
+            num_classes=num_classes,
+        )
+
+    @property
+    def output_dim(self) -> int:
+        """Width of the network output: 1 for regression, K for classification."""
+        return 1 if self.likelihood == "gaussian" else int(self.num_classes)
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """Size of one example's activations from input to output, layer by layer."""
+        return tuple(prod(shape) for shape in self._shapes)
+
+    @property
+    def hidden(self) -> tuple[int, ...]:
+        """Widths of the hidden layers (all but the output)."""
+        return self.widths[1:-1]
+
+    @property
+    def num_layers(self) -> int:
+        """Number of layers with parameters (each has one prior)."""
+        return sum(1 for _ in self._param_layers())
+
+    @property
+    def layer_scales(self) -> tuple[float | None, ...]:
+        """Prior std of each parametrised layer's weights and biases (None if not Normal)."""
+        return tuple(getattr(p, "scale", None) for p in self.priors)
+
+    @property
+    def learned_noise(self) -> bool:
+        return self.likelihood == "gaussian" and self.noise == "learned"
+
+    def _param_layers(self) -> Any:
+        """``(index, layer, input_shape, {kind: shape})`` for every layer with parameters."""
+        index = 0
+        for layer, shape in zip(self.layers, self._shapes, strict=False):
+            params = layer.param_shapes(shape)
+            if params:
+                yield index, layer, shape, params
+                index += 1
+
+    @cached_property
+    def layer_params(self) -> tuple[tuple[Layer, dict[str, str]], ...]:
+        """Every layer with, per parameter kind, the site holding it (``{}`` if none)."""
+        out, index = [], 0
+        for layer, shape in zip(self.layers, self._shapes, strict=False):
+            kinds = layer.param_shapes(shape)
+            out.append((layer, {kind: f"{kind}{index}" for kind in kinds}))
+            index += bool(kinds)
+        return tuple(out)
+
+    def sites(self) -> tuple[Site, ...]:
+        """Every latent site in model order: ``w0, b0, w1, b1, ...`` then ``precision``."""
+        out: list[Site] = []
+        for index, _, _, params in self._param_layers():
+            prior = self.priors[index]
+            out.extend(
+                Site(name=f"{kind}{index}", shape=shape, prior=prior)
+                for kind, shape in params.items()
+            )
+        if self.learned_noise:
+            out.append(Site(name=PRECISION_SITE, shape=(), prior=LEARNED_NOISE_PRIOR))
+        return tuple(out)
+
+    def site_dims(self) -> dict[str, list[str]]:
+        """ArviZ dimension names of every site (``layer{l}_in``, ``layer{l}_out`` for Dense)."""
+        dims: dict[str, list[str]] = {}
+        for index, layer, _, params in self._param_layers():
+            names = layer.param_dims(index)
+            dims.update({f"{kind}{index}": names[kind] for kind in params})
+        if self.learned_noise:
+            dims[PRECISION_SITE] = []
+        return dims
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description that :meth:`from_dict` turns back into an equal spec."""
+        return {
+            "input_dim": self.input_dim,
+            "layers": [layer.to_dict() for layer in self.layers],
+            "priors": [prior.to_dict() for prior in self.priors],
+            "likelihood": self.likelihood,
+            "noise": self.noise,
+            "num_classes": self.num_classes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BNNSpec:
+        """The spec :meth:`to_dict` wrote (or, from earlier versions, :meth:`mlp`'s arguments)."""
+        data = dict(data)
+        if "hidden" in data:  # written before layers and priors were objects
+            return cls.mlp(**data)
+        data["layers"] = tuple(layer_from_dict(layer) for layer in data["layers"])
+        data["priors"] = tuple(prior_from_dict(prior) for prior in data["priors"])
+        return cls(**data)
+
+
+def _check_hidden(hidden: object) -> tuple[int, ...]:
+    if is_int(hidden):
+        hidden = (hidden,)
+    hidden = _as_tuple(hidden)
+    if not isinstance(hidden, tuple):
+        raise ValueError(f"hidden must be a sequence of layer widths, got {hidden!r}")
+    for width in hidden:
+        if not is_int(width) or width < 1:
+            raise ValueError(f"hidden layer widths must be positive integers, got {hidden!r}")
+    return tuple(int(w) for w in hidden)
+
+
+def _check_scales(prior_scale: object, num_layers: int) -> tuple[float, ...]:
+    scales = _as_tuple(prior_scale)
+    if is_number(scales):
+        scales = (scales,) * num_layers
+    elif not isinstance(scales, tuple):
+        raise ValueError(
+            f"prior_scale must be a number or one number per layer, got {prior_scale!r}"
+        )
+    elif len(scales) != num_layers:
+        raise ValueError(
+            f"prior_scale has {len(scales)} values but the network has {num_layers} "
+            "layers (len(hidden) + 1)"
+        )
+    for s in scales:
+        if not is_number(s) or not (0 < s < float("inf")):
+            raise ValueError(f"prior_scale values must be finite and > 0, got {scales!r}")
+    return tuple(float(s) for s in scales)

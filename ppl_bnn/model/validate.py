@@ -1,0 +1,96 @@
+"""Validation of user data and parameters, with errors that name the array and the problem."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ppl_bnn.model.spec import BNNSpec
+
+#: Largest number of classes inferred from labels (a guard against mistaken float targets).
+MAX_CLASSES = 100_000
+
+
+def validate_inputs(x: object, input_dim: int | None = None, name: str = "x") -> np.ndarray:
+    """``x`` as a finite float32 array of shape (N, D); ``ValueError`` naming the problem."""
+    arr = np.asarray(x)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional (N, D), got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} has no rows")
+    if input_dim is not None and arr.shape[1] != input_dim:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} features but the model was built with {input_dim}"
+        )
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        raise ValueError(
+            f"{name} contains non-finite values (NaN or inf) in {int(np.sum(~finite))} row(s)"
+        )
+    _check_float32_range(arr, name)
+    return arr.astype(np.float32)
+
+
+def _check_float32_range(arr: np.ndarray, name: str) -> None:
+    limit = np.finfo(np.float32).max
+    if arr.size and np.max(np.abs(arr)) > limit:
+        raise ValueError(f"{name} has values beyond the float32 range (|value| > {limit:.3g})")
+
+
+def validate_targets(
+    y: object, n: int, likelihood: str, num_classes: int | None = None, name: str = "y"
+) -> np.ndarray:
+    """``y`` as float32 (regression) or int64 labels 0..K-1 (classification), length ``n``."""
+    arr = np.asarray(y)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional (N,), got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} entries but x has {n} rows")
+    if likelihood == "gaussian":
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(
+                f"{name} contains {int(np.sum(~np.isfinite(arr)))} non-finite value(s)"
+            )
+        _check_float32_range(arr, name)
+        return arr.astype(np.float32)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite labels")
+    if not np.issubdtype(arr.dtype, np.integer) and np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold integer class labels 0..K-1, found non-integers")
+    # Range checks on the original values, before any cast can overflow.
+    if arr.min() < 0:
+        raise ValueError(f"{name} must hold class labels 0..K-1, found {arr.min()}")
+    upper = num_classes if num_classes is not None else MAX_CLASSES
+    if arr.max() >= upper:
+        raise ValueError(
+            f"{name} has label {arr.max()} but the model allows classes 0..{upper - 1}"
+        )
+    return arr.astype(np.int64)
+
+
+def check_params(spec: BNNSpec, params: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """``params`` validated against the spec's sites (names, shapes, finiteness, support)."""
+    sites = {s.name: s for s in spec.sites()}
+    missing = sorted(set(sites) - set(params))
+    extra = sorted(set(params) - set(sites))
+    if missing or extra:
+        raise ValueError(
+            f"params must have exactly the sites {sorted(sites)}; "
+            f"missing {missing}, unexpected {extra}"
+        )
+    out = {}
+    for name, site in sites.items():
+        arr = np.asarray(params[name], dtype=np.float32)
+        if arr.shape != site.shape:
+            raise ValueError(f"params[{name!r}] has shape {arr.shape}, expected {site.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"params[{name!r}] contains non-finite values")
+        if site.positive and np.any(arr <= 0):
+            raise ValueError(f"params[{name!r}] must be > 0")
+        out[name] = arr
+    return out

@@ -1,0 +1,80 @@
+"""Every method of the table on every backend it lists, on a tiny model: it runs, its draws have
+the documented shapes, the same seed gives identical draws and a different seed different ones,
+and bad options are rejected. A method added to :data:`ppl_bnn.methods.METHODS` is picked up here
+with no further change."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import ppl_bnn.methods
+from ppl_bnn import BNN, fit
+from ppl_bnn.methods import METHODS
+from ppl_bnn.methods.base import Family, Method
+
+CASES = [(m, b) for m in METHODS for b in m.backends]
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(16, 2))
+    return BNN(x, x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16), hidden=(3,), noise="learned")
+
+
+def test_every_method_module_is_in_the_table() -> None:
+    """A module that defines a ``METHOD`` but is missing from the table would never run."""
+    defined = set()
+    for info in pkgutil.iter_modules(ppl_bnn.methods.__path__):
+        module = importlib.import_module(f"ppl_bnn.methods.{info.name}")
+        if isinstance(getattr(module, "METHOD", None), Method):
+            defined.add(module.METHOD.name)
+    assert defined == {m.name for m in METHODS}
+    assert len({m.name for m in METHODS}) == len(METHODS)
+
+
+@pytest.mark.parametrize(("method", "backend"), CASES, ids=[f"{m.name}-{b}" for m, b in CASES])
+def test_method_runs_with_documented_shapes_and_reproducible_seeds(model, method, backend):
+    first = fit(model, method.name, backend=backend, seed=3, **method.smoke)
+    again = fit(model, method.name, backend=backend, seed=3, **method.smoke)
+    other = fit(model, method.name, backend=backend, seed=4, **method.smoke)
+    sites = {s.name: s.shape for s in model.spec.sites()}
+    assert set(first.draws) == set(sites)
+    chains, draws = first.num_chains, first.num_draws
+    for name, shape in sites.items():
+        assert first.draws[name].shape == (chains, draws, *shape), name
+        np.testing.assert_array_equal(first.draws[name], again.draws[name], err_msg=name)
+        assert not np.array_equal(first.draws[name], other.draws[name]), name
+    assert first.log_likelihood.shape == (chains, draws, model.num_data)
+    assert (first.method, first.backend, (first.seed, other.seed)) == (method.name, backend, (3, 4))
+    if method.family == Family.MARKOV_CHAIN:
+        assert all(v.shape == (chains, draws) for v in first.sample_stats.values())
+    else:
+        assert first.losses is not None
+
+
+@pytest.mark.parametrize("method", METHODS, ids=[m.name for m in METHODS])
+def test_unknown_option_is_rejected_with_the_valid_ones_listed(model, method):
+    with pytest.raises(ValueError, match=r"unknown option\(s\) 'no_such_option'") as info:
+        fit(model, method.name, no_such_option=1, **method.smoke)
+    for name in method.smoke:
+        assert name in str(info.value)
+
+
+@pytest.mark.parametrize("method", METHODS, ids=[m.name for m in METHODS])
+def test_bad_option_values_are_rejected(model, method):
+    name = next(iter(method.smoke))
+    with pytest.raises(ValueError, match=name):
+        fit(model, method.name, **{**method.smoke, name: -1})
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_hmc_num_steps_is_fixed_on_both_backends(model, backend):
+    """A fixed ``num_steps`` stays fixed while the step size adapts (Pyro would otherwise keep
+    the trajectory length and grow the number of steps)."""
+    result = fit(model, "hmc", backend=backend, num_warmup=30, num_samples=10, num_steps=6)
+    assert np.all(result.sample_stats["n_steps"] == 6)
