@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from ppl_bnn import BNN, configure_runtime, fit
-from ppl_bnn.methods.common import DivergedError, HessianError
+from ppl_bnn.methods.base import DivergedError, HessianError
 
 METHODS = {
     "svi": {"num_steps": 3000, "num_draws": 500},

@@ -14,6 +14,11 @@ import logging
 import sys
 from pathlib import Path
 
+from ppl_bnn.bench import load_suite, run_suite
+from ppl_bnn.bench.suite import SuiteError
+from ppl_bnn.data import fetch, resolve_data_dir
+from ppl_bnn.report import render_report
+
 logger = logging.getLogger("ppl_bnn.cli")
 
 
@@ -37,9 +42,6 @@ def _add_report_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ppl_bnn.bench import load_suite, run_suite
-    from ppl_bnn.data import resolve_data_dir
-
     suite = load_suite(args.suite)
     args.suite_name = suite.name
     results = _results_dir(args)
@@ -77,15 +79,11 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _render(results: Path) -> None:
-    from ppl_bnn.report import render_report
-
     index = render_report(results)
     logger.info("report written to %s", index)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ppl_bnn.bench.suite import SuiteError, load_suite
-
     try:
         args.suite_name = load_suite(args.suite).name
     except SuiteError:
@@ -100,8 +98,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from ppl_bnn.data import fetch
-
     written = fetch(args.group, args.url, args.data_dir)
     logger.info("%s: %d files downloaded; every file present and verified", args.group,
                 len(written))  # fmt: skip
@@ -137,11 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="data sets")
     data_sub = data.add_subparsers(dest="data_command", required=True)
-    fetch = data_sub.add_parser("fetch", help="download a data group and verify its checksums")
-    fetch.add_argument("group", choices=["uci", "mnist", "fashion-mnist"])
-    fetch.add_argument("--url", required=True, help="base URL of the group's files")
-    fetch.add_argument("--data-dir", default=None, help="target (default: $PPL_BNN_DATA)")
-    fetch.set_defaults(handler=_fetch)
+    fetch_data = data_sub.add_parser("fetch", help="download a data group and verify its checksums")
+    fetch_data.add_argument("group", choices=["uci", "mnist", "fashion-mnist"])
+    fetch_data.add_argument("--url", required=True, help="base URL of the group's files")
+    fetch_data.add_argument("--data-dir", default=None, help="target (default: $PPL_BNN_DATA)")
+    fetch_data.set_defaults(handler=_fetch)
     return parser
 
 

@@ -1,5 +1,7 @@
 """What the runner runs, each in its own process: a :class:`Cell` (one fit on one dataset split,
-evaluated) or a :class:`Probe` (one performance measurement)."""
+evaluated) or a :class:`Probe` (one performance measurement); the part of its record known
+before it runs (:func:`base_record`) and the model keywords a cell's data fixes
+(:func:`model_arguments`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Self
 
+from ppl_bnn.bench.environment import machine_info, timestamp
 from ppl_bnn.bench.record import SCHEMA_VERSION
 
 
@@ -118,3 +121,35 @@ class Probe(_Runnable):
 def cell_from_dict(data: dict[str, Any]) -> Cell | Probe:
     """A :class:`Cell` or :class:`Probe` from its :meth:`to_dict` form."""
     return Probe.from_dict(data) if "kind" in data else Cell.from_dict(data)
+
+
+def base_record(cell: Cell | Probe) -> dict[str, Any]:
+    """The part of a record known before the cell runs."""
+    return {
+        "cell_id": cell.cell_id,
+        "suite": cell.suite,
+        "config": cell.config(),
+        "config_hash": cell.config_hash(),
+        "budget_note": cell.budget_note,
+        "timeout_s": cell.timeout_s,
+        "status": "failed",
+        "error": None,
+        "metrics": {},
+        "curves": {},
+        "timings": {},
+        "info": {},
+        "versions": {},
+        "machine": machine_info(),
+        "started_at": timestamp(),
+        "finished_at": None,
+        "files": {},
+    }
+
+
+def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:
+    """:class:`ppl_bnn.BNN` keywords for ``data``: the likelihood follows the task; ``noise``
+    applies to regression only and defaults to ``"learned"``."""
+    kwargs = {k: v for k, v in model.items() if k != "noise"}
+    if data.task == "regression":
+        return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}
+    return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}

@@ -1,7 +1,9 @@
-"""Where a benchmark ran: machine, library versions, git commit, date."""
+"""Where a benchmark runs: machine, library versions, git commit, date, and the environment
+variables that set a cell's thread budget."""
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -11,6 +13,22 @@ from typing import Any
 
 from ppl_bnn.runtime import cpu_count
 from ppl_bnn.versions import library_versions
+
+
+def timestamp() -> str:
+    """Now, in UTC, to the second (ISO 8601)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """Environment variables that cap XLA's and the BLAS libraries' threads at ``threads``."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if threads == 1:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    env = {"XLA_FLAGS": flags.strip()}
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads)
+    return env
 
 
 def machine_info() -> dict[str, Any]:
@@ -54,7 +72,7 @@ def environment() -> dict[str, Any]:
     """The environment block of a suite's results."""
     return {
         "git_commit": git_commit(Path(__file__).resolve().parents[2]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": timestamp(),
         "machine": machine_info(),
         "versions": library_versions(),
     }

@@ -16,9 +16,11 @@ import numpy as np
 
 from ppl_bnn import metrics
 from ppl_bnn.data import Dataset
-from ppl_bnn.predictive import Prediction
-from ppl_bnn.registry import MARKOV_CHAIN_METHODS
-from ppl_bnn.results import FitResult, predictive_at
+from ppl_bnn.methods import get_method, make_options
+from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.methods.sgmcmc import SGMCMCOptions
+from ppl_bnn.predictive import Prediction, predictive_at
+from ppl_bnn.results import FitResult
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
@@ -124,14 +126,17 @@ def _sampler(result: FitResult, per_draw: np.ndarray, out: Evaluation) -> None:
     out.metrics.update(cost)
 
 
-def _optimisation_steps(result: FitResult) -> int | None:
-    """Optimiser or SG-MCMC steps taken, where the method has a fixed step count."""
-    opts = result.options
-    if result.method in ("sgld", "sghmc"):
-        return opts["num_burnin"] + opts["num_samples"] * opts["thinning"]
-    if "num_steps" in opts and result.method not in ("nuts", "hmc"):
-        return opts["num_steps"] * opts.get("num_members", 1)
-    return None
+def _optimisation_steps(method: Method, result: FitResult) -> int | None:
+    """Optimiser or SG-MCMC steps taken, where the method has a fixed step count: all of an
+    optimisation's (over every member of an ensemble) and an SG-MCMC run's; none for NUTS or HMC,
+    whose leapfrog steps per draw are counted as gradients instead."""
+    options = make_options(method, result.options)  # stored with every field filled in
+    if isinstance(options, SGMCMCOptions):
+        return options.num_steps
+    if method.family is Family.MARKOV_CHAIN:
+        return None
+    steps = getattr(options, "num_steps", None)
+    return None if steps is None else steps * getattr(options, "num_members", 1)
 
 
 def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
@@ -181,9 +186,10 @@ def evaluate(result: FitResult, data: Dataset) -> Evaluation:
     else:
         per_draw = _classification(result, data, out)
     predicted = now()
-    if result.method in MARKOV_CHAIN_METHODS:
+    method = get_method(result.method, result.backend)
+    if method.family is Family.MARKOV_CHAIN:
         _sampler(result, per_draw, out)
-    steps = _optimisation_steps(result)
+    steps = _optimisation_steps(method, result)
     if steps:
         seconds = result.timings.get("warmup", 0.0) + result.timings.get("sampling", 0.0)
         out.metrics["s_per_step"] = seconds / steps

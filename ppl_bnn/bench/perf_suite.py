@@ -18,7 +18,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     torch_calls = 500
     jax_calls = 5000
     kernel_draws = 100
-    # torch_variants = ["bare_eager", "pyro_traced"]   # default: all of floors.TORCH_VARIANTS
+    # torch_variants = ["bare_eager", "pyro_traced"]   # default: all of bare_costs.TORCH_VARIANTS
 
     [[methods]]                 # cost of one (method, backend[, variant]) through ``fit``
     problem = "sine"
@@ -54,9 +54,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ppl_bnn.bench.bare_costs import TORCH_VARIANTS
 from ppl_bnn.bench.cell import PROBE_KINDS, Probe
-from ppl_bnn.bench.floors import TORCH_VARIANTS
-from ppl_bnn.bench.suite import SuiteError, _check_keys
+from ppl_bnn.bench.schema import SuiteError, check_keys, check_options, check_timeout
+from ppl_bnn.data import dataset_names
 
 # The JAX caches the throughput probe runs its cells with: filled beforehand, or none.
 THROUGHPUT_CACHES = ("warm", "none")
@@ -110,22 +111,17 @@ def _check_choices(
 
 def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSuite:
     """Validate a performance suite given as the parsed TOML."""
-    from ppl_bnn.data import dataset_names
-    from ppl_bnn.registry import get_method, make_options
-
-    _check_keys(where, raw, _KEYS)
+    check_keys(where, raw, _KEYS)
     name = str(raw.get("name", ""))
     if not name:
         raise SuiteError(f"{where}: missing required key 'name'")
     repeats = raw.get("repeats", 3)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise SuiteError(f"{where}: repeats must be an integer >= 1, got {repeats!r}")
-    timeout = raw.get("timeout_s", 600)
-    if not isinstance(timeout, int | float) or timeout <= 0:
-        raise SuiteError(f"{where}: timeout_s must be a positive number, got {timeout!r}")
+    timeout = check_timeout(where, raw)
     problems = {k: dict(v) for k, v in raw.get("problems", {}).items()}
     for key, problem in problems.items():
-        _check_keys(f"{where} [problems.{key}]", problem, {"dataset", "model", "max_train"})
+        check_keys(f"{where} [problems.{key}]", problem, {"dataset", "model", "max_train"})
         if problem.get("dataset") not in dataset_names():
             raise SuiteError(
                 f"{where} [problems.{key}]: unknown dataset {problem.get('dataset')!r}"
@@ -141,11 +137,11 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             or params["repeats"] < 1
         ):
             raise SuiteError(f"{where}: {name}: repeats must be an integer >= 1")
-        probes.append(Probe(raw["name"], name, kind, params, float(timeout), note))
+        probes.append(Probe(raw["name"], name, kind, params, timeout, note))
 
     floor = raw.get("floor")
     if floor is not None:
-        _check_keys(
+        check_keys(
             f"{where} [floor]",
             floor,
             {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats", "torch_variants"},
@@ -157,17 +153,14 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             add(f"floor-{key}", "floor", {"problem": key, **problem, **settings})
     for i, entry in enumerate(raw.get("methods", [])):
         loc = f"{where} [[methods]] #{i + 1}"
-        _check_keys(
+        check_keys(
             loc,
             entry,
             {"problem", "method", "backend", "variant", "options", "budget_note", "repeats"},
         )
         problem = _problem(loc, problems, entry.get("problem", ""))
         options = dict(entry.get("options", {}))
-        try:
-            make_options(get_method(entry.get("method", ""), entry.get("backend", "")), options)
-        except (TypeError, ValueError) as err:
-            raise SuiteError(f"{loc}: {err}") from err
+        check_options(loc, entry.get("method", ""), entry.get("backend", ""), options)
         variant = entry.get("variant", "default")
         params = {
             "problem": entry["problem"],
@@ -182,7 +175,7 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         add(f"method-{label}", "method", params, entry.get("budget_note"))
     overhead = raw.get("overhead")
     if overhead is not None:
-        _check_keys(f"{where} [overhead]", overhead, {"problem", "nuts", "svi", "repeats"})
+        check_keys(f"{where} [overhead]", overhead, {"problem", "nuts", "svi", "repeats"})
         problem = _problem(f"{where} [overhead]", problems, overhead.get("problem", ""))
         settings = {k: dict(overhead.get(k, {})) for k in ("nuts", "svi")}
         settings.update({k: overhead[k] for k in ("repeats",) if k in overhead})
@@ -193,7 +186,7 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         )
     predict = raw.get("predict")
     if predict is not None:
-        _check_keys(f"{where} [predict]", predict, {"problem", "draws", "points", "repeats"})
+        check_keys(f"{where} [predict]", predict, {"problem", "draws", "points", "repeats"})
         problem = _problem(f"{where} [predict]", problems, predict.get("problem", ""))
         settings = {k: int(predict.get(k, d)) for k, d in (("draws", 1000), ("points", 10000))}
         settings.update({k: predict[k] for k in ("repeats",) if k in predict})
@@ -212,7 +205,7 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             "repeats",
             "torch_variants",
         }
-        _check_keys(f"{where} [scaling]", scaling, keys)
+        check_keys(f"{where} [scaling]", scaling, keys)
         base_n, base_width = int(scaling.get("base_n", 500)), int(scaling.get("base_width", 50))
         grid = [(n, base_width) for n in scaling.get("n", [])]
         grid += [(base_n, w) for w in scaling.get("width", []) if (base_n, w) not in grid]
@@ -227,7 +220,7 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
     throughput = raw.get("throughput")
     if throughput is not None:
         keys = ("repeats", "svi", "nuts", "caches")
-        _check_keys(f"{where} [throughput]", throughput, {"cells", *keys})
+        check_keys(f"{where} [throughput]", throughput, {"cells", *keys})
         settings = {k: throughput[k] for k in keys if k in throughput}
         _check_choices(f"{where} [throughput]", settings, "caches", THROUGHPUT_CACHES)
         add("throughput", "throughput", {"cells": int(throughput.get("cells", 4)), **settings})

@@ -12,17 +12,25 @@ import statistics
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench.perf_suite import THROUGHPUT_CACHES, Probe
-from ppl_bnn.model import BNN
+from ppl_bnn.bench import bare_costs
+from ppl_bnn.bench.cell import Probe, model_arguments
+from ppl_bnn.bench.evaluate import evaluate
+from ppl_bnn.bench.perf_suite import THROUGHPUT_CACHES
+from ppl_bnn.bench.record import read_records
+from ppl_bnn.bench.runner import SweepSummary, run_suite
+from ppl_bnn.bench.suite import Suite, parse_suite
+from ppl_bnn.data import load_dataset
+from ppl_bnn.fit import fit
+from ppl_bnn.methods.nuts import NUTSOptions
+from ppl_bnn.methods.svi import SVIOptions
+from ppl_bnn.model.bnn import BNN
+from ppl_bnn.model.flat import FlatLayout
+from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
-
-if TYPE_CHECKING:
-    from ppl_bnn.bench.runner import SweepSummary
-    from ppl_bnn.bench.suite import Suite
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +51,6 @@ def row(quantity: str, values: Sequence[float], unit: str = "s", **labels: Any) 
 
 def problem_model(params: dict[str, Any], data_dir: str | None = None) -> tuple[BNN, Any]:
     """The probe's model bound to its dataset's training split, and the dataset."""
-    from ppl_bnn.bench.worker import model_arguments
-    from ppl_bnn.data import load_dataset
-
     limits = {"max_train": params["max_train"]} if params.get("max_train") else {}
     data = load_dataset(params["dataset"], data_dir=data_dir, **limits)
     model = BNN(data.x_train, data.y_train, **model_arguments(params.get("model", {}), data))
@@ -60,25 +65,23 @@ def synthetic_model(n: int, width: int, input_dim: int = 8, seed: int = 0) -> BN
     return BNN(x, y, hidden=(width,), activation="tanh", noise="learned")
 
 
-def _floor_rows(
+def _gradient_rows(
     model: BNN, params: dict[str, Any], default_variants: tuple[str, ...], **labels: Any
 ) -> list[dict[str, Any]]:
     """The bare JAX gradient and the torch gradients in ``params["torch_variants"]`` (default:
     ``default_variants``), with the compiled potential's compile time when it is among them."""
-    from ppl_bnn.bench import floors
-
     torch_variants = tuple(params.get("torch_variants", default_variants))
     repeats = params["repeats"]
     rows = [
         row(
             "grad_s",
-            floors.jax_gradient(model, calls=params.get("jax_calls", 5000), repeats=repeats),
+            bare_costs.jax_gradient(model, calls=params.get("jax_calls", 5000), repeats=repeats),
             backend="numpyro",
             variant="bare_jit",
             **labels,
         )
     ]
-    torch_costs = floors.torch_gradients(
+    torch_costs = bare_costs.torch_gradients(
         model, calls=params.get("torch_calls", 500), repeats=repeats, variants=torch_variants
     )
     compile_s = torch_costs.pop("pyro_compile_s")
@@ -91,17 +94,14 @@ def _floor_rows(
 
 def floor(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """Bare gradients on both backends and Pyro's NUTS and HMC kernel cost per leapfrog step."""
-    from ppl_bnn.bench import floors
-    from ppl_bnn.flat import FlatLayout
-
     params = probe.params
     model, _ = problem_model(params, data_dir)
     labels = {"problem": params["problem"]}
-    rows = _floor_rows(model, params, floors.TORCH_VARIANTS, **labels)
+    rows = _gradient_rows(model, params, bare_costs.TORCH_VARIANTS, **labels)
     size = FlatLayout.of(model.spec).size
     draws = params.get("kernel_draws", 100)
     for kernel in ("nuts", "hmc"):
-        values = floors.pyro_kernel(size, kernel=kernel, draws=draws, repeats=params["repeats"])
+        values = bare_costs.pyro_kernel(size, kernel=kernel, draws=draws, repeats=params["repeats"])
         rows.append(row("kernel_s_per_step", values, backend="pyro", variant=kernel, **labels))
     rows.append(row("num_params", [size], unit="", backend="", variant="", **labels))
     return rows
@@ -109,9 +109,6 @@ def floor(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
 def method(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """``fit`` + evaluation, repeated: compile, per gradient / per step, per effective sample."""
-    from ppl_bnn import fit
-    from ppl_bnn.bench.evaluate import evaluate
-
     params = probe.params
     model, data = problem_model(params, data_dir)
     collected: dict[str, list[float]] = {}
@@ -169,11 +166,7 @@ def overhead(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     from numpyro.infer.autoguide import AutoNormal
     from numpyro.optim import Adam
 
-    from ppl_bnn import fit
-    from ppl_bnn.backends import numpyro_backend as backend
-    from ppl_bnn.methods.mcmc import NUTSOptions
-    from ppl_bnn.methods.svi import SVIOptions
-    from ppl_bnn.seeding import child_seed
+    from ppl_bnn.backends.numpyro import ops as backend
 
     params = probe.params
     model, _ = problem_model(params, data_dir)
@@ -227,8 +220,6 @@ def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     import jax
     import torch
 
-    from ppl_bnn import fit
-
     params = probe.params
     model, _ = problem_model(params, data_dir)
     rng = np.random.default_rng(0)
@@ -263,14 +254,12 @@ def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
 def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """Floors and NUTS per gradient on both backends for one (n, width) of a synthetic set."""
-    from ppl_bnn import fit
-
     params = probe.params
     model = synthetic_model(params["n"], params["width"], params.get("input_dim", 8))
     labels = {"n": params["n"], "width": params["width"]}
     # The Pyro potential's eager and traced forms only show the compiled one's speed-up, which
     # the floor probe measures; by default the bare gradients and the compiled potential suffice.
-    rows = _floor_rows(model, params, ("bare_eager", "bare_traced", "pyro_compiled"), **labels)
+    rows = _gradient_rows(model, params, ("bare_eager", "bare_traced", "pyro_compiled"), **labels)
     nuts = params.get("nuts", {"num_warmup": 30, "num_samples": 30, "max_tree_depth": 5})
     for backend in ("numpyro", "pyro"):
         grads, compiles = [], []
@@ -298,8 +287,6 @@ def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     summed (their ratio between the two sweeps is how much a cell slows down when another runs
     beside it) and their JAX cache hits summed.
     """
-    from ppl_bnn.bench.suite import parse_suite
-
     half = max(1, probe.params["cells"] // 2)
     raw = {
         "name": "throughput",
@@ -341,8 +328,6 @@ def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 def _fill_jax_cache(suite: Suite, cache_dir: str) -> None:
     """Compile the NumPyro cells' programs into ``cache_dir`` with one and with two cells at
     once: the thread count per cell enters XLA's flags, which are part of the cache key."""
-    from ppl_bnn.bench.runner import run_suite
-
     only = {"backend": {"numpyro"}, "seed": {suite.seeds[0]}}
     for jobs in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
@@ -359,9 +344,6 @@ def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict
     """Per quantity and ``--jobs`` (1, 2), one value per repeat: the sweep's wall time
     (``sweep_wall_s``), its cells' wall times summed (``cell_time_s``) and their JAX cache hits
     summed (``jax_cache_hits``)."""
-    from ppl_bnn.bench.record import read_records
-    from ppl_bnn.bench.runner import run_suite
-
     out: dict[str, dict[int, list[float]]] = {
         q: {1: [], 2: []} for q in ("sweep_wall_s", "cell_time_s", "jax_cache_hits")
     }

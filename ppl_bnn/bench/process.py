@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.bench.cell import cell_from_dict
+from ppl_bnn.bench.cell import base_record, cell_from_dict
+from ppl_bnn.bench.environment import thread_environment, timestamp
 from ppl_bnn.bench.record import read_record, write_record
-from ppl_bnn.bench.worker import base_record, thread_environment, timestamp
 from ppl_bnn.runtime import cpu_count
 
 logger = logging.getLogger(__name__)

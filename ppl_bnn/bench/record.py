@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.io import write_atomic
+from ppl_bnn.files import write_atomic
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"

@@ -25,7 +25,7 @@ from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.process import run_cell_process
 from ppl_bnn.bench.record import read_record
 from ppl_bnn.bench.suite import Suite
-from ppl_bnn.io import write_atomic
+from ppl_bnn.files import write_atomic
 from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
 

@@ -40,6 +40,12 @@ from typing import Any
 
 from ppl_bnn.backends import BACKENDS
 from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
+from ppl_bnn.bench.schema import SuiteError, check_keys, check_options, check_timeout
+from ppl_bnn.data import dataset_names, num_splits
+from ppl_bnn.methods import available
+
+__all__ = ["SUITES_DIR", "DatasetEntry", "Suite", "SuiteError", "load_suite", "parse_suite"]
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 _SUITE_KEYS = {
@@ -48,16 +54,6 @@ _SUITE_KEYS = {
 }  # fmt: skip
 _DATASET_KEYS = {"name", "splits", "max_train", "max_test", "model", "exclude", "options"}
 _MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise"}
-
-
-class SuiteError(ValueError):
-    """A suite file that cannot be used; the message names the file and the problem."""
-
-
-def _check_keys(where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise SuiteError(f"{where}: unknown keys {unknown}; allowed: {sorted(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -102,8 +98,6 @@ class Suite:
             data_dir: Where split counts of ``splits = "all"`` datasets are read from.
             only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets.
         """
-        from ppl_bnn.data import num_splits
-
         if max_splits is not None and max_splits < 1:
             raise SuiteError(f"max_splits must be >= 1, got {max_splits}")
         out = []
@@ -171,7 +165,7 @@ def suite_path(name_or_path: str | Path) -> Path:
     return candidate
 
 
-def load_suite(name_or_path: str | Path) -> Any:
+def load_suite(name_or_path: str | Path) -> Suite | PerfSuite:
     """Read and validate a suite (by name from ``benchmarks/`` or by path): a :class:`Suite`, or a
     :class:`~ppl_bnn.bench.perf_suite.PerfSuite` for ``kind = "perf"``."""
     path = suite_path(name_or_path)
@@ -181,8 +175,6 @@ def load_suite(name_or_path: str | Path) -> Any:
         raise SuiteError(f"{path}: not valid TOML: {err}") from err
     kind = raw.get("kind", "fit")
     if kind == "perf":
-        from ppl_bnn.bench.perf_suite import parse_perf_suite
-
         return parse_perf_suite(raw, where=str(path))
     if kind != "fit":
         raise SuiteError(f'{path}: kind must be "fit" or "perf", got {kind!r}')
@@ -191,10 +183,7 @@ def load_suite(name_or_path: str | Path) -> Any:
 
 def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
     """Validate a suite given as a mapping (the parsed TOML)."""
-    from ppl_bnn.data import dataset_names
-    from ppl_bnn.registry import available, get_method, make_options
-
-    _check_keys(where, raw, _SUITE_KEYS)
+    check_keys(where, raw, _SUITE_KEYS)
     for key in ("name", "datasets", "methods"):
         if key not in raw:
             raise SuiteError(f"{where}: missing required key {key!r}")
@@ -205,11 +194,9 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
     seeds = tuple(raw.get("seeds", (0,)))
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise SuiteError(f"{where}: seeds must be a non-empty list of non-negative ints")
-    timeout = raw.get("timeout_s", 600)
-    if not isinstance(timeout, int | float) or timeout <= 0:
-        raise SuiteError(f"{where}: timeout_s must be a positive number, got {timeout!r}")
+    timeout = check_timeout(where, raw)
     model = dict(raw.get("model", {}))
-    _check_keys(f"{where} [model]", model, _MODEL_KEYS)
+    check_keys(f"{where} [model]", model, _MODEL_KEYS)
 
     known_methods = available()
     methods: dict[str, dict[str, Any]] = {}
@@ -230,14 +217,14 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
     datasets = []
     for i, table in enumerate(raw["datasets"]):
         loc = f"{where} [[datasets]] #{i + 1}"
-        _check_keys(loc, table, _DATASET_KEYS)
+        check_keys(loc, table, _DATASET_KEYS)
         if "name" not in table:
             raise SuiteError(f"{loc}: missing 'name'")
         if table["name"] not in known_data:
             raise SuiteError(
                 f"{loc}: unknown dataset {table['name']!r}; known: {sorted(known_data)}"
             )
-        _check_keys(f"{loc} model", table.get("model", {}), _MODEL_KEYS)
+        check_keys(f"{loc} model", table.get("model", {}), _MODEL_KEYS)
         splits = table.get("splits", [0])
         if splits != "all" and (
             not isinstance(splits, list)
@@ -275,7 +262,7 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
         description=str(raw.get("description", "")),
         seeds=seeds,
         backends=backends,
-        timeout_s=float(timeout),
+        timeout_s=timeout,
         model=model,
         datasets=tuple(datasets),
         methods=methods,
@@ -286,11 +273,7 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
         for method in suite.methods:
             for backend in suite.backends:
                 for cell in suite._cell(entry, 0, method, backend) or []:
-                    try:
-                        make_options(get_method(cell.method, cell.backend), cell.options)
-                    except (TypeError, ValueError) as err:
-                        raise SuiteError(
-                            f"{where}: {cell.dataset} {cell.method} on {cell.backend}: {err}"
-                        ) from err
+                    what = f"{where}: {cell.dataset} {cell.method} on {cell.backend}"
+                    check_options(what, cell.method, cell.backend, cell.options)
                     break
     return suite

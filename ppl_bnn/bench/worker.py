@@ -19,64 +19,22 @@ import sys
 import threading
 import time
 import traceback
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.bench.cell import Cell, Probe, cell_from_dict
+from ppl_bnn import BNN, configure_runtime, fit
+from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_arguments
+from ppl_bnn.bench.environment import timestamp
+from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
+from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
-from ppl_bnn.io import write_atomic
+from ppl_bnn.data import load_dataset
+from ppl_bnn.files import write_atomic
+from ppl_bnn.methods.base import DivergedError, HessianError
+from ppl_bnn.timing import now
+from ppl_bnn.versions import library_versions
 
 logger = logging.getLogger(__name__)
-
-
-def timestamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def base_record(cell: Cell) -> dict[str, Any]:
-    """The part of a record known before the cell runs."""
-    from ppl_bnn.bench.environment import machine_info
-
-    return {
-        "cell_id": cell.cell_id,
-        "suite": cell.suite,
-        "config": cell.config(),
-        "config_hash": cell.config_hash(),
-        "budget_note": cell.budget_note,
-        "timeout_s": cell.timeout_s,
-        "status": "failed",
-        "error": None,
-        "metrics": {},
-        "curves": {},
-        "timings": {},
-        "info": {},
-        "versions": {},
-        "machine": machine_info(),
-        "started_at": timestamp(),
-        "finished_at": None,
-        "files": {},
-    }
-
-
-def thread_environment(threads: int) -> dict[str, str]:
-    """Environment variables that cap XLA's and the BLAS libraries' threads at ``threads``."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if threads == 1:
-        flags = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    env = {"XLA_FLAGS": flags.strip()}
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = str(threads)
-    return env
-
-
-def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:
-    """:class:`ppl_bnn.BNN` keywords for ``data``: the likelihood follows the task; ``noise``
-    applies to regression only and defaults to ``"learned"``."""
-    kwargs = {k: v for k, v in model.items() if k != "noise"}
-    if data.task == "regression":
-        return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}
-    return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}
 
 
 def _is_diverged(info: dict[str, Any]) -> bool:
@@ -113,12 +71,6 @@ def run(
     jax_cache: str | None = None,
 ) -> dict[str, Any]:
     """Fit and evaluate ``cell``; write its files and record into ``out_dir``."""
-    from ppl_bnn import BNN, configure_runtime, fit
-    from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
-    from ppl_bnn.data import load_dataset
-    from ppl_bnn.methods.common import DivergedError, HessianError
-    from ppl_bnn.timing import now
-
     record = base_record(cell)
     record.update(threads=threads, jax_cache=jax_cache)
     start = now()
@@ -171,11 +123,6 @@ def run_probe_cell(
     probe: Probe, out_dir: Path, *, data_dir: str | None, threads: int
 ) -> dict[str, Any]:
     """Run a performance probe; its rows go into the record's ``perf`` list."""
-    from ppl_bnn import configure_runtime
-    from ppl_bnn.bench.probes import run_probe
-    from ppl_bnn.timing import now
-    from ppl_bnn.versions import library_versions
-
     record = base_record(probe)
     record.update(threads=threads)
     start = now()

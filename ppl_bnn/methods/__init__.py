@@ -24,26 +24,30 @@ from ppl_bnn.methods import (
 )
 from ppl_bnn.methods.base import Family, Method
 
-#: Every method, in report order.
+#: Every method, in report order (exact samplers first, then SG-MCMC, VI, point estimates).
 METHODS: tuple[Method, ...] = (
-    svi.METHOD,
-    lowrank.METHOD,
-    fullrank.METHOD,
-    map_estimate.METHOD,
-    laplace.METHOD,
-    ensemble.METHOD,
     nuts.METHOD,
     hmc.METHOD,
     sgld.METHOD,
     sghmc.METHOD,
+    svi.METHOD,
+    lowrank.METHOD,
+    fullrank.METHOD,
+    laplace.METHOD,
+    map_estimate.METHOD,
+    ensemble.METHOD,
 )
 
 _BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 
 
-def method_names(family: Family | None = None) -> tuple[str, ...]:
-    """Names of every method (of ``family`` when given), in table order."""
-    return tuple(m.name for m in METHODS if family is None or m.family == family)
+def method_names(family: Family | None = None, *, exact: bool | None = None) -> tuple[str, ...]:
+    """Names of every method (of ``family``, and exact or not, when given), in table order."""
+    return tuple(
+        m.name
+        for m in METHODS
+        if (family is None or m.family == family) and (exact is None or m.exact == exact)
+    )
 
 
 def available() -> dict[str, tuple[str, ...]]:

@@ -65,6 +65,8 @@ class Method:
         smoke: Options for a tiny, fast fit (the conformance tests run every method with them).
         driver: The backend driver that runs it, or None when ``run`` is given.
         run: A backend-neutral runner ``(name, target, options, seed)``.
+        exact: A Markov chain with a Metropolis correction on the full-data posterior, exact
+            in the limit of many draws (reports show its rank plots and weight summaries).
     """
 
     name: str
@@ -74,6 +76,7 @@ class Method:
     smoke: Mapping[str, Any]
     driver: str | None = None
     run: Runner | None = None
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):

@@ -44,4 +44,5 @@ METHOD = Method(
     family=Family.MARKOV_CHAIN,
     smoke={"num_warmup": 10, "num_samples": 5, "num_steps": 4},
     driver="hmc",
+    exact=True,
 )

@@ -32,4 +32,5 @@ METHOD = Method(
     family=Family.MARKOV_CHAIN,
     smoke={"num_warmup": 10, "num_samples": 5, "max_tree_depth": 4},
     driver="hmc",
+    exact=True,
 )

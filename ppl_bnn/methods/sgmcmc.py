@@ -30,7 +30,7 @@ Two drivers (``sgmcmc`` in each backend folder) feed the ``step``: a JAX one (``
 chain, chains vectorised with ``vmap``) and a torch one (a Python loop per chain with its own
 ``torch.Generator``, moving one flat vector on the Pyro model's flat potential,
 ``torch.jit.trace``-d by default). A step whose log density or state is not finite stops that
-chain; the draws taken before it are kept (chains are cut to a common length). """
+chain; the draws taken before it are kept (chains are cut to a common length)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import logging
 import time
 from pathlib import Path
 
-from ppl_bnn.io import write_atomic
+from ppl_bnn.files import write_atomic
 from ppl_bnn.report.build import build_document
 from ppl_bnn.report.html import render_html
 from ppl_bnn.report.load import SuiteResults, load_results

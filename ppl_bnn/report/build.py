@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from ppl_bnn.methods import method_names
 from ppl_bnn.report import figures, stats, tables
 from ppl_bnn.report.document import (
     BulletList,
@@ -33,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 #: Sampler cells that get rank plots and weight summaries (rendering cost stays bounded).
 MAX_RANK_CELLS = 4
-RANK_METHODS = ("nuts", "hmc")
+RANK_METHODS = method_names(exact=True)
 IZMAILOV = Link("Izmailov et al. 2021", "https://arxiv.org/abs/2104.14421")
 
 T = TypeVar("T")

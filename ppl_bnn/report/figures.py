@@ -24,7 +24,7 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from ppl_bnn.io import import_arviz
+from ppl_bnn.files import import_arviz
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Figure, slug
 from ppl_bnn.report.load import (

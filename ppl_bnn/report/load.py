@@ -13,19 +13,20 @@ import numpy as np
 import pandas as pd
 
 from ppl_bnn.bench.record import read_records
-from ppl_bnn.registry import MARKOV_CHAIN_METHODS
+from ppl_bnn.methods import method_names
+from ppl_bnn.methods.base import Family
 
 logger = logging.getLogger(__name__)
 
 SUITE_FILE = "suite.json"
 #: Identity columns of the cells frame, in order.
 ID_COLUMNS = ("cell_id", "suite", "dataset", "split", "method", "backend", "seed")
-#: Canonical order of methods in tables and legends (others follow alphabetically).
-METHOD_ORDER = (
-    "nuts", "hmc", "sgld", "sghmc", "svi", "lowrank", "fullrank", "laplace", "map", "ensemble",
-)  # fmt: skip
+#: Canonical order of methods in tables, legends and colours: the method table's
+#: (:data:`ppl_bnn.methods.METHODS`); methods not in it follow alphabetically.
+METHOD_ORDER = method_names()
 BACKEND_ORDER = ("numpyro", "pyro")
-SAMPLERS = MARKOV_CHAIN_METHODS
+#: Methods whose draws come from Markov chains: they get the sampler diagnostics tables.
+SAMPLERS = method_names(Family.MARKOV_CHAIN)
 _REGRESSION_KEYS = {"rmse", "test_ll", "crps", "coverage_90"}
 _CLASSIFICATION_KEYS = {"accuracy", "nll", "brier", "ece"}
 

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.io import import_arviz
+from ppl_bnn import metrics
+from ppl_bnn.files import import_arviz
 from ppl_bnn.report.load import SuiteResults, backend_key, method_key
 
 logger = logging.getLogger(__name__)
@@ -153,8 +154,6 @@ def reference_distances(results: SuiteResults) -> pd.DataFrame:
     cells = results.cells
     if ref is None or cells.empty:
         return pd.DataFrame()
-    from ppl_bnn import metrics
-
     is_ref = (cells["method"] == ref[0]) & (cells["backend"] == ref[1]) & (cells["status"] == "ok")
     rows = []
     for _, ref_row in cells[is_ref].iterrows():

@@ -16,7 +16,7 @@ from ppl_bnn.bench import executors
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.record import read_record, read_records, write_record
 from ppl_bnn.bench.runner import plan, run_suite
-from ppl_bnn.io import import_arviz
+from ppl_bnn.files import import_arviz
 from tests.bench.conftest import FAST_SVI, tiny_suite
 
 

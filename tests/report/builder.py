@@ -23,7 +23,7 @@ from scipy.stats import norm
 from ppl_bnn import BNN, FitResult, fit, metrics
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
-from ppl_bnn.results import predictive_at
+from ppl_bnn.predictive import predictive_at
 
 SUITE = "tiny"
 FAILED_MESSAGE = "Pyro NUTS blew up at warmup step 3"

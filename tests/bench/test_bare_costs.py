@@ -1,4 +1,5 @@
-"""The floors measure the same potential as the models' own, and return one cost per repeat."""
+"""The bare costs measure the same potential as the models' own, and return one cost per
+repeat."""
 
 from __future__ import annotations
 
@@ -6,18 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-from ppl_bnn.backends import pyro_backend
-from ppl_bnn.backends.pyro_potential import FlatPotential
-from ppl_bnn.bench import floors
+from ppl_bnn.backends.pyro import ops as pyro_ops
+from ppl_bnn.backends.pyro.potential import FlatPotential
+from ppl_bnn.bench import bare_costs
 from tests.backends.test_parity import CASES, _model
 
 
 @pytest.mark.parametrize(("hidden", "activation", "kwargs"), CASES)
 def test_bare_torch_potential_equals_the_pyro_models(hidden, activation, kwargs):
     model = _model(hidden, activation, kwargs)
-    x, y = pyro_backend.data(model.spec, model.x, model.y)
+    x, y = pyro_ops.data(model.spec, model.x, model.y)
     reference = FlatPotential(model.spec, x, y, mode="eager")
-    bare = floors.bare_torch_energy(model.spec)
+    bare = bare_costs.bare_torch_energy(model.spec)
     rng = np.random.default_rng(0)
     for _ in range(3):
         z = torch.tensor(rng.uniform(-2, 2, reference.size).astype(np.float32))
@@ -26,17 +27,17 @@ def test_bare_torch_potential_equals_the_pyro_models(hidden, activation, kwargs)
         )
 
 
-def test_floor_timings_are_positive_per_repeat():
+def test_bare_costs_are_positive_per_repeat():
     model = _model((4,), "tanh", {"noise": "learned"})
-    jax_costs = floors.jax_gradient(model, calls=50, repeats=2)
-    kernel = floors.pyro_kernel(10, kernel="hmc", draws=5, repeats=2)
+    jax_costs = bare_costs.jax_gradient(model, calls=50, repeats=2)
+    kernel = bare_costs.pyro_kernel(10, kernel="hmc", draws=5, repeats=2)
     for costs in (jax_costs, kernel):
         assert len(costs) == 2 and all(0 < c < 1 for c in costs)
 
 
 def test_torch_gradients_times_only_the_variants_asked_for():
     model = _model((4,), "tanh", {"noise": "learned"})
-    costs = floors.torch_gradients(
+    costs = bare_costs.torch_gradients(
         model, calls=3, repeats=2, variants=("bare_eager", "pyro_traced")
     )
     compile_s = costs.pop("pyro_compile_s")

@@ -1,9 +1,10 @@
-r"""What a gradient of the log joint costs with nothing else around it: each backend's floor.
+r"""What a gradient of the log joint, and a step of Pyro's HMC/NUTS kernels, cost with nothing
+else around them: each backend's floor.
 
 - JAX: the gradient of the NumPyro model's potential, jitted, called ``calls`` times inside one
   compiled loop (so no Python or dispatch cost is counted).
 - torch: the cheapest of a hand-written torch potential (eager and ``torch.jit.trace``-d) and the
-  Pyro model's own flat potential (:class:`~ppl_bnn.backends.pyro_potential.FlatPotential`,
+  Pyro model's own flat potential (:class:`~ppl_bnn.backends.pyro.potential.FlatPotential`,
   eager / traced / compiled), each called from a Python loop as a sampler calls it.
 - Pyro's HMC/NUTS kernels: cost per leapfrog step on a nearly free potential
   (:math:`\tfrac12 \lVert z \rVert^2`) of the model's dimension.
@@ -22,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.flat import FlatLayout
-from ppl_bnn.model import BNN
-from ppl_bnn.program import forward, noise_std
-from ppl_bnn.spec import PRECISION_SITE, BNNSpec
+from ppl_bnn.model.bnn import BNN
+from ppl_bnn.model.flat import FlatLayout
+from ppl_bnn.model.program import constrain, forward, noise_std, site_transforms
+from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
 from ppl_bnn.timing import now
 
 
@@ -38,8 +39,7 @@ def jax_gradient(model: BNN, *, calls: int, repeats: int) -> list[float]:
     import jax
     import jax.numpy as jnp
 
-    from ppl_bnn.backends import numpyro_backend as backend
-    from ppl_bnn.program import constrain, site_transforms
+    from ppl_bnn.backends.numpyro import ops as backend
 
     spec = model.spec
     layout = FlatLayout.of(spec)
@@ -71,17 +71,18 @@ def jax_gradient(model: BNN, *, calls: int, repeats: int) -> list[float]:
 def bare_torch_energy(spec: BNNSpec) -> Callable[[Any, Any, Any], Any]:
     r"""The potential :math:`U(z)` written directly in torch, with no PPL in between.
 
-    Normal priors :math:`-\tfrac12 \sum w^2 / s^2 - n \log(s \sqrt{2\pi})`; the learned precision
-    :math:`\tau = e^u` with its Gamma(a, b) prior and the log-Jacobian :math:`u`; a Gaussian or
-    categorical likelihood. Equal to the Pyro and NumPyro potentials (tested), it only exists to
-    measure the floor.
+    Each site's prior on its unconstrained value with the log-Jacobian of its transform
+    (:meth:`~ppl_bnn.model.priors.Prior.log_density_unconstrained`: for a Normal prior
+    :math:`-\tfrac12 \sum w^2 / s^2 - n \log(s \sqrt{2\pi})`; for the learned precision
+    :math:`\tau = e^u` its Gamma(a, b) log density plus :math:`u`); a Gaussian or categorical
+    likelihood. Equal to the Pyro and NumPyro potentials (tested), it only exists to measure the
+    floor.
     """
     import torch
 
-    from ppl_bnn.backends.pyro_backend import PPL_PYRO
+    from ppl_bnn.backends.pyro.ops import PPL_PYRO
 
     layout = FlatLayout.of(spec)
-    activation = PPL_PYRO.activations[spec.activation]
     sites = spec.sites()
 
     def energy(z, x, y):
@@ -89,18 +90,9 @@ def bare_torch_energy(spec: BNNSpec) -> Callable[[Any, Any, Any], Any]:
         theta, log_p = dict(params), 0.0
         for site in sites:
             value = params[site.name]
-            if site.prior[0] == "normal":
-                s = site.prior[1]
-                n = math.prod(site.shape)
-                log_p = (
-                    log_p - 0.5 * (value * value).sum() / s**2 - n * math.log(s) - n * _HALF_LOG_2PI
-                )
-            else:  # the precision, sampled as u = log(tau)
-                a, b = site.prior[1]
-                tau = torch.exp(value)
-                theta[site.name] = tau
-                log_p = log_p + a * math.log(b) - math.lgamma(a) + a * value - b * tau
-        f = forward(spec, theta, x, activation)
+            log_p = log_p + site.prior.log_density_unconstrained(value, torch.exp)
+            theta[site.name] = torch.exp(value) if site.positive else value
+        f = forward(spec, theta, x, PPL_PYRO)
         if spec.likelihood == "gaussian":
             sigma = noise_std(spec, theta)
             if PRECISION_SITE in theta:
@@ -148,15 +140,15 @@ def torch_gradients(
     ``bare_traced`` and the Pyro model's flat potential ``pyro_eager``, ``pyro_traced``,
     ``pyro_compiled``, plus the compile seconds of the last (``pyro_compile_s``, NaN when not
     measured)."""
-    from ppl_bnn.backends import pyro_backend as backend
-    from ppl_bnn.backends.pyro_potential import FlatPotential, jit_trace
+    import torch
+
+    from ppl_bnn.backends.pyro import ops as backend
+    from ppl_bnn.backends.pyro.potential import FlatPotential, jit_trace
 
     spec = model.spec
     x, y = backend.data(spec, model.x, model.y)
     size = FlatLayout.of(spec).size
     bare = bare_torch_energy(spec)
-    import torch
-
     traced_bare = jit_trace(bare, (torch.zeros(size), x, y))
     fns: dict[str, Callable] = {
         "bare_eager": lambda z: bare(z, x, y),
@@ -189,7 +181,7 @@ def pyro_kernel(
     import torch
     from pyro.infer import HMC, MCMC, NUTS
 
-    from ppl_bnn.methods.common import seeded_torch
+    from ppl_bnn.backends.pyro.rng import seeded_torch
 
     out = []
     for repeat in range(repeats):
