@@ -33,6 +33,9 @@ class BNN:
             ``"categorical"`` (K is ``num_classes`` or, by default, ``max(y) + 1``).
         hidden, activation, prior_scale, fan_in_scaling: The MLP shorthand.
         likelihood, noise, num_classes: See :class:`~ppl_bnn.model.spec.BNNSpec`.
+        noise_prior: ``noise="learned"`` only: the prior on the noise precision (default
+            Gamma(1, 0.1), which lets the noise shrink to the residuals; PBP's Gamma(6, 6) is
+            ``ppl_bnn.priors.PBP_NOISE_PRIOR``; see :class:`~ppl_bnn.model.spec.BNNSpec`).
         layers: The layers from input to output (:mod:`ppl_bnn.layers`), instead of the shorthand.
         prior: One prior (:mod:`ppl_bnn.priors`) for every weight and bias, or one per
             parametrised layer; with the shorthand it replaces ``prior_scale``.
@@ -64,6 +67,7 @@ class BNN:
         num_classes: int | None = None,
         layers: Sequence[Layer] | None = None,
         prior: Prior | Sequence[Prior] | None = None,
+        noise_prior: Prior | None = None,
     ) -> None:
         x_arr = validate_inputs(x)
         y_arr = validate_targets(y, x_arr.shape[0], likelihood, num_classes)
@@ -85,6 +89,7 @@ class BNN:
                 likelihood=likelihood,
                 noise=noise,
                 num_classes=num_classes,
+                noise_prior=noise_prior,
                 **shorthand,
             )
             if prior is not None:
@@ -102,6 +107,7 @@ class BNN:
                 likelihood=likelihood,
                 noise=noise,
                 num_classes=num_classes,
+                noise_prior=noise_prior,
             )
         self.spec = spec
         self.x = x_arr

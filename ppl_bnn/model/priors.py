@@ -125,6 +125,10 @@ class Gamma:
         return {"kind": "gamma", "concentration": self.concentration, "rate": self.rate}
 
 
+#: The noise-precision prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
+#: used on the UCI regression benchmark; it floors the noise (see :mod:`ppl_bnn.model.spec`).
+PBP_NOISE_PRIOR = Gamma(6.0, 6.0)
+
 #: Prior classes by the ``kind`` their :meth:`to_dict` writes.
 PRIORS: dict[str, type] = {"normal": Normal, "gamma": Gamma}
 

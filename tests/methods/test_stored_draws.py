@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppl_bnn import BNN, fit
+from ppl_bnn import BNN, fit, priors
 
 STORED = Path(__file__).with_name("stored_draws.json")
 SEED = 3
@@ -40,7 +40,9 @@ BACKENDS = ("numpyro", "pyro")
 def _model() -> BNN:
     rng = np.random.default_rng(2)
     x = rng.normal(size=(16, 2))
-    return BNN(x, x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16), hidden=(3,), noise="learned")
+    y = x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16)
+    # The noise prior the draws were stored with (the default changed after they were).
+    return BNN(x, y, hidden=(3,), noise="learned", noise_prior=priors.PBP_NOISE_PRIOR)
 
 
 def _summary(method: str, backend: str) -> dict[str, list[float]]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ppl_bnn import BNN
+from ppl_bnn import BNN, layers, priors
 from ppl_bnn.backends import BACKENDS
 
 
@@ -216,6 +216,19 @@ def test_learned_noise_adds_positive_precision(learned_model: BNN) -> None:
         assert params["precision"].shape == ()
         assert params["precision"].dtype == np.float32
         assert params["precision"] > 0
+
+
+@pytest.mark.parametrize("form", ["shorthand", "layers"])
+def test_noise_prior_reaches_the_precision_site(xy, form: str) -> None:
+    x, y = xy
+    network = {} if form == "shorthand" else {"layers": [layers.Dense(4, "tanh"), layers.Dense(1)]}
+    model = BNN(x, y, noise="learned", noise_prior=priors.Gamma(2.0, 3.0), **network)
+    assert model.spec.sites()[-1].prior == priors.Gamma(2.0, 3.0)
+    draws = [model.init_params(seed=s)["precision"] for s in range(400)]
+    # sd sqrt(2) / 3 over 400 draws: 0.0236; the tolerance is 4.2 standard errors
+    assert np.mean(draws) == pytest.approx(2.0 / 3.0, rel=0.15)
+    with pytest.raises(ValueError, match="noise_prior applies to noise='learned' only"):
+        BNN(x, y, noise=0.1, noise_prior=priors.Gamma(2.0, 3.0), **network)
 
 
 # --- check_params -------------------------------------------------------------------------------

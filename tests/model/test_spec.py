@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppl_bnn.model.priors import Gamma, Normal
-from ppl_bnn.model.spec import ACTIVATIONS, LEARNED_NOISE_PRIOR, LIKELIHOODS, BNNSpec
+from ppl_bnn.model.priors import PBP_NOISE_PRIOR, Gamma, Normal
+from ppl_bnn.model.spec import ACTIVATIONS, DEFAULT_NOISE_PRIOR, LIKELIHOODS, BNNSpec
 
 
 def gaussian(**kwargs: object) -> BNNSpec:
@@ -161,7 +161,7 @@ def test_sites_learned_noise_ends_with_precision() -> None:
     assert precision.shape == ()
     assert precision.size == 1
     assert precision.positive
-    assert precision.prior == LEARNED_NOISE_PRIOR == Gamma(6.0, 6.0)
+    assert precision.prior == DEFAULT_NOISE_PRIOR == Gamma(1.0, 0.1)
     assert spec.site_dims()["precision"] == []
 
 
@@ -268,6 +268,7 @@ def test_to_dict_contents() -> None:
         "likelihood": "gaussian",
         "noise": "learned",
         "num_classes": None,
+        "noise_prior": {"kind": "gamma", "concentration": 1.0, "rate": 0.1},
     }
 
 
@@ -283,8 +284,45 @@ def test_from_dict_reads_the_mlp_form_written_before_layers_were_objects() -> No
         "num_classes": None,
     }
     assert BNNSpec.from_dict(old) == BNNSpec.mlp(
-        input_dim=2, hidden=(3,), prior_scale=(1.0, 2.0), noise="learned"
+        input_dim=2,
+        hidden=(3,),
+        prior_scale=(1.0, 2.0),
+        noise="learned",
+        noise_prior=PBP_NOISE_PRIOR,  # the only noise prior there was
     )
+
+
+# --- the noise prior ----------------------------------------------------------------------------
+
+
+def test_noise_prior_is_the_precision_sites_prior_and_round_trips() -> None:
+    spec = gaussian(input_dim=2, hidden=(3,), noise="learned", noise_prior=PBP_NOISE_PRIOR)
+    assert spec.sites()[-1].prior == Gamma(6.0, 6.0)
+    assert spec != gaussian(input_dim=2, hidden=(3,), noise="learned")
+    assert BNNSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+def test_noise_prior_floor_is_far_below_pbps() -> None:
+    """The documented floor b / (a + N/2 - 1) of the posterior mean of sigma^2, at N = 300."""
+
+    def floor(prior: Gamma, n: int = 300) -> float:
+        return prior.rate / (prior.concentration + n / 2 - 1)
+
+    assert np.sqrt(floor(PBP_NOISE_PRIOR)) == pytest.approx(0.197, abs=1e-3)
+    assert np.sqrt(floor(DEFAULT_NOISE_PRIOR)) == pytest.approx(0.0258, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("noise", "noise_prior", "message"),
+    [
+        (0.1, Gamma(1.0, 0.1), "noise_prior applies to noise='learned' only"),
+        ("learned", Normal(1.0), r"noise_prior must be a prior on \(0, inf\)"),
+        ("learned", (6.0, 6.0), r"noise_prior must be a prior on \(0, inf\)"),
+    ],
+)
+def test_bad_noise_prior_is_rejected(noise, noise_prior, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        gaussian(input_dim=2, hidden=(3,), noise=noise, noise_prior=noise_prior)
 
 
 # --- import hygiene -----------------------------------------------------------------------------
