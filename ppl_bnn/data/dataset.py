@@ -36,6 +36,10 @@ class Dataset:
         ood_name: what ``x_ood`` is, e.g. ``"uniform noise"``, ``"fashion-mnist"``.
         x_grid: 1-D sets only: a dense ``(G, 1)`` input grid for band figures.
         source: one line saying where the data comes from.
+        test_inside: ``(M,)`` bool, for sets whose test inputs reach where no training input
+            lies: True where a test input lies where the training inputs do; else ``None``.
+        regions: the names of the two parts ``test_inside`` splits the test set into, inside
+            first (e.g. ``("in range", "out of range")``); ``None`` without ``test_inside``.
     """
 
     name: str
@@ -54,6 +58,8 @@ class Dataset:
     ood_name: str | None = None
     x_grid: np.ndarray | None = None
     source: str = ""
+    test_inside: np.ndarray | None = None
+    regions: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -78,6 +84,15 @@ class Dataset:
         ):
             if y.shape != (x.shape[0],):
                 raise ValueError(f"y_{label} must have shape ({x.shape[0]},), got {y.shape}")
+        if (self.test_inside is None) != (self.regions is None):
+            raise ValueError("test_inside and regions must be given together")
+        if self.test_inside is not None and (
+            self.test_inside.dtype != np.bool_ or self.test_inside.shape != (self.n_test,)
+        ):
+            raise ValueError(
+                f"test_inside must be bool of shape ({self.n_test},), got "
+                f"{self.test_inside.dtype} {self.test_inside.shape}"
+            )
         if self.task == "regression":
             if self.num_classes is not None:
                 raise ValueError("num_classes must be None for regression")

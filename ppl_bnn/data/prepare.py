@@ -23,6 +23,8 @@ class RawData:
     ``pixel_max`` set means the inputs are images with values in ``[0, pixel_max]``: they are
     divided by ``pixel_max`` instead of standardised. ``x_ood`` and ``x_grid`` are in the same
     original units as ``x_test``. Labels of classification sets are integer class indices.
+    ``test_inside`` and ``regions`` split the test set where training inputs cover only part of
+    it (see :class:`~ppl_bnn.data.dataset.Dataset`).
     """
 
     task: str
@@ -36,6 +38,8 @@ class RawData:
     ood_name: str | None = None
     x_grid: np.ndarray | None = None
     source: str = ""
+    test_inside: np.ndarray | None = None
+    regions: tuple[str, str] | None = None
 
 
 def split_generator(name: str, split: int, purpose: str = "data") -> np.random.Generator:
@@ -100,11 +104,12 @@ def build(
     """
     train_rng, test_rng, ood_rng = subset_generators(seed, split)
     x_train, y_train, x_test, y_test = raw.x_train, raw.y_train, raw.x_test, raw.y_test
-    x_ood = raw.x_ood
+    x_ood, test_inside = raw.x_ood, raw.test_inside
     if (idx := _subset(len(x_train), max_train, train_rng)) is not None:
         x_train, y_train = x_train[idx], y_train[idx]
     if (idx := _subset(len(x_test), max_test, test_rng)) is not None:
         x_test, y_test = x_test[idx], y_test[idx]
+        test_inside = None if test_inside is None else test_inside[idx]
     if x_ood is not None and (idx := _subset(len(x_ood), max_test, ood_rng)) is not None:
         x_ood = x_ood[idx]
 
@@ -150,4 +155,6 @@ def build(
         ood_name=raw.ood_name,
         x_grid=transform(raw.x_grid),
         source=raw.source,
+        test_inside=test_inside,
+        regions=raw.regions,
     )

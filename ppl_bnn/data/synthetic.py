@@ -12,6 +12,7 @@ import numpy as np
 from ppl_bnn.data.prepare import RawData, split_generator
 
 SINE_N_TRAIN = 32
+SINE_TRAIN_HALF_WIDTH = 0.5
 SINE_N_TEST = 200
 SINE_GRID = (-1.5, 1.5, 300)
 
@@ -38,11 +39,12 @@ def sine(split: int) -> RawData:
 
     Training: 32 points, ``x ~ U[-0.5, 0.5]``, ``y = 10 sin(2 pi x) + eps``, ``eps ~ N(0, 1)``.
     Test: 200 points drawn the same way but with ``x ~ U[-1.5, 1.5]``, so two thirds of them lie
-    outside the training range and measure extrapolation. ``x_grid``: 300 points evenly spaced on
+    outside the training range and measure extrapolation; ``test_inside`` marks the third inside
+    [-0.5, 0.5] ("in range", the rest "out of range"). ``x_grid``: 300 points evenly spaced on
     [-1.5, 1.5]. Draw order: train x, train noise, test x, test noise.
     """
     rng = split_generator("sine", split)
-    x_train = rng.uniform(-0.5, 0.5, size=SINE_N_TRAIN)
+    x_train = rng.uniform(-SINE_TRAIN_HALF_WIDTH, SINE_TRAIN_HALF_WIDTH, size=SINE_N_TRAIN)
     y_train = sine_function(x_train) + rng.normal(size=SINE_N_TRAIN)
     x_test = rng.uniform(SINE_GRID[0], SINE_GRID[1], size=SINE_N_TEST)
     y_test = sine_function(x_test) + rng.normal(size=SINE_N_TEST)
@@ -57,6 +59,8 @@ def sine(split: int) -> RawData:
             "synthetic: 32 points, x ~ U[-0.5, 0.5], y = 10 sin(2 pi x) + N(0, 1); "
             "test x ~ U[-1.5, 1.5]"
         ),
+        test_inside=np.abs(x_test) <= SINE_TRAIN_HALF_WIDTH,
+        regions=("in range", "out of range"),
     )
 
 
@@ -71,7 +75,8 @@ def gap(split: int) -> RawData:
 
     - training: 100 points, 50 with ``x ~ U[-1, -0.7]`` and 50 with ``x ~ U[0.5, 1]``;
       ``y = cos(4 x + 0.8) + eps``, ``eps ~ N(0, 0.1^2)``;
-    - test: 200 points drawn the same way with ``x ~ U[-1, 1]`` (both clusters and the gap);
+    - test: 200 points drawn the same way with ``x ~ U[-1, 1]`` (both clusters and the gap;
+      ``test_inside`` marks those in the clusters, the rest are "in the gap");
     - ``x_grid``: 300 points evenly spaced on [-2, 2].
 
     Draw order: cluster-1 x, cluster-2 x, train noise, test x, test noise.
@@ -90,6 +95,8 @@ def gap(split: int) -> RawData:
         x_test=x_test[:, None],
         y_test=y_test,
         x_grid=np.linspace(*GAP_GRID)[:, None],
+        test_inside=np.any([(lo <= x_test) & (x_test <= hi) for lo, hi in GAP_CLUSTERS], axis=0),
+        regions=("in the clusters", "in the gap"),
         source=(
             "synthetic 'in-between' set after Foong et al. 2019 (arXiv:1906.11537): "
             "x ~ U[-1, -0.7] and U[0.5, 1] (50 each), y = cos(4x + 0.8) + N(0, 0.1^2)"

@@ -11,13 +11,19 @@ function says what it does with them.
   entropy, AUROC);
 - :mod:`~ppl_bnn.metrics.reference`: distances to a reference posterior's predictive;
 - :mod:`~ppl_bnn.metrics.diagnostics`: MCMC R-hat, ESS and sampler statistics;
-- :mod:`~ppl_bnn.metrics.cost`: effective samples per second and per gradient.
+- :mod:`~ppl_bnn.metrics.cost`: effective samples per second and per gradient;
+- :mod:`~ppl_bnn.metrics.baseline`: the constant predictor a usable fit must beat.
 
 Every public function of these modules is importable from here.
 """
 
 from __future__ import annotations
 
+from ppl_bnn.metrics.baseline import (
+    constant_log_likelihood,
+    mean_log_predictive_density,
+    usability_flags,
+)
 from ppl_bnn.metrics.classification import (
     accuracy,
     auroc,
@@ -58,11 +64,13 @@ __all__ = [
     "brier",
     "calibration_curve",
     "classification_metrics",
+    "constant_log_likelihood",
     "cost_metrics",
     "crps",
     "expected_calibration_error",
     "interval_coverage",
     "log_predictive_density",
+    "mean_log_predictive_density",
     "mixture_cdf",
     "mixture_ks",
     "mixture_quantiles",
@@ -79,4 +87,5 @@ __all__ = [
     "sampler_diagnostics",
     "test_log_likelihood",
     "total_variation",
+    "usability_flags",
 ]

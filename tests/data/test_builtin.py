@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
@@ -102,3 +104,27 @@ def test_digits_are_scaled_images_with_noise_ood() -> None:
     assert abs(ds.x_ood.mean() - 0.5) < 0.01
     with pytest.raises(ValueError, match="classification set"):
         ds.y_to_original(ds.y_train)
+
+
+def test_test_regions_mark_where_training_inputs_lie() -> None:
+    sine = load_dataset("sine", split=1)
+    x = sine.x_to_original(sine.x_test)[:, 0]
+    assert sine.regions == ("in range", "out of range")
+    np.testing.assert_array_equal(sine.test_inside, np.abs(x) <= 0.5)
+    gap = load_dataset("gap", split=1)
+    x = gap.x_to_original(gap.x_test)[:, 0]
+    assert gap.regions == ("in the clusters", "in the gap")
+    np.testing.assert_array_equal(gap.test_inside, (x <= -0.7) | (x >= 0.5))
+    # A test subset keeps each point's mark.
+    sub = load_dataset("sine", split=1, max_test=40)
+    x_sub = sub.x_to_original(sub.x_test)[:, 0]
+    np.testing.assert_array_equal(sub.test_inside, np.abs(x_sub) <= 0.5)
+    assert load_dataset("diabetes").test_inside is None
+
+
+def test_test_regions_are_validated() -> None:
+    sine = load_dataset("sine")
+    with pytest.raises(ValueError, match="test_inside and regions must be given together"):
+        replace(sine, regions=None)
+    with pytest.raises(ValueError, match=r"test_inside must be bool of shape \(200,\)"):
+        replace(sine, test_inside=sine.test_inside[:5])
