@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
 from ppl_bnn.methods import get_method, make_options
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
@@ -54,6 +55,8 @@ def fit(
     opts = make_options(entry, options)
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
+    # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.
+    compilations = FitCompilations() if backend == "numpyro" else None
     target = Target.build(backend, model)
     out = entry.runner(backend)(method, target, opts, seed)
     ll_start = now()
@@ -64,6 +67,9 @@ def fit(
     if not np.all(np.isfinite(ll)):
         logger.warning("%s/%s: non-finite training log-likelihood in some draws", method, backend)
     timings = {**out.timings, "log_likelihood": end - ll_start, "total": end - start}
+    info = dict(out.info)
+    if compilations is not None:
+        info["jax_cache"] = compilations.finish()
     return FitResult(
         spec=model.spec,
         method=method,
@@ -77,6 +83,6 @@ def fit(
         sample_stats=out.sample_stats,
         losses=out.losses,
         variational=out.variational,
-        info=out.info,
+        info=info,
         versions=library_versions(),
     )

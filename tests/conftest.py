@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 from ppl_bnn import configure_runtime
+from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR as JAX_CACHE_ENV_VAR
 
 # Two XLA host devices so NumPyro runs two chains in parallel; one torch thread per process.
 configure_runtime(host_devices=2, torch_threads=1)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Reuse compiled programs between tests that build identical ones (e.g. differing seeds)."""
-    import jax
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this test process (and the processes it starts) its own JAX compilation cache.
 
-    jax.config.update("jax_compilation_cache_dir", str(tmp_path_factory.mktemp("jax_cache")))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    It is set before test modules are collected (importing the NumPyro backend switches the
+    cache on), so no test writes to the user's cache, and tests that build identical programs
+    (e.g. differing seeds) load them. One directory per process, not one for all xdist workers:
+    JAX writes entries in place, and a worker reading an entry while another writes it would
+    get JAX's "Error reading persistent compilation cache entry" warning, an error here.
+    """
+    cache = tempfile.TemporaryDirectory(prefix="ppl_bnn-test-jax-cache-")
+    config.add_cleanup(cache.cleanup)
+    os.environ[JAX_CACHE_ENV_VAR] = cache.name
 
 
 @pytest.fixture

@@ -9,10 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from numpyro.infer import SVI, Trace_ELBO, autoguide, init_to_uniform
+from numpyro.infer import SVI, autoguide, init_to_uniform
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
@@ -30,7 +31,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     guide = getattr(autoguide, options.GUIDE)(
         program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
     )
-    svi = SVI(program, guide, Adam(options.learning_rate), Trace_ELBO(options.num_particles))
+    elbo = OrderedTraceELBO(options.num_particles)
+    svi = SVI(program, guide, Adam(options.learning_rate), elbo)
     batch, scale = options.likelihood_scale(target.num_data)
     full_scale = 1.0 / options.kl_weight
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
@@ -78,6 +80,6 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "warmup": end - compiled_at,
         "sampling": drawn - sampler_compiled,
     }
-    info = {"elbo": "Trace_ELBO", "guide": options.GUIDE}
+    info = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
     draws = {k: np.asarray(v) for k, v in draws.items()}
     return finish(target, options, np.asarray(losses), draws, timings, variational, info)

@@ -15,10 +15,15 @@ import numpyro.handlers
 from numpyro.infer.util import log_density as _numpyro_log_density
 
 from ppl_bnn.backends.base import draws_per_batch
+from ppl_bnn.backends.numpyro.compile_cache import enable_jax_cache
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
 
 name = "numpyro"
+
+# The backend's first use: JAX's persistent compilation cache on before any of its programs
+# compile (every NumPyro fit applies the current setting again).
+enable_jax_cache()
 
 PPL_NUMPYRO = PPL(
     name=name,
