@@ -1,8 +1,11 @@
-"""The ``ppl-bnn`` command: run benchmark suites, render reports, fetch data.
+"""The ``ppl-bnn`` command: run benchmark suites, precompute reference posteriors, render
+reports, fetch data.
 
 ::
 
     ppl-bnn bench [--suite default] [--jobs N | --dask-address tcp://...] [--splits K]
+                  [--no-reference] [--reference-dir DIR]
+    ppl-bnn reference [--suite default] [--datasets a,b] [--splits K] [--reference-dir DIR]
     ppl-bnn report [--suite default]
     ppl-bnn data fetch uci --url URL [--data-dir DIR]
 """
@@ -15,8 +18,10 @@ import sys
 from pathlib import Path
 
 from ppl_bnn.bench import load_suite, run_suite
+from ppl_bnn.bench.runner import SweepSummary, run_references
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.data import fetch, resolve_data_dir
+from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import render_report
 
 logger = logging.getLogger("ppl_bnn.cli")
@@ -62,7 +67,10 @@ def _bench(args: argparse.Namespace) -> int:
         rerun_failed=args.rerun_failed,
         force=args.force,
         jax_cache=jax_cache,
+        references=not args.no_reference,
+        reference_dir=args.reference_dir,
     )
+    _log_references(summary)
     logger.info(
         "%s: %s; %d skipped as already done; %.0f s",
         suite.name,
@@ -72,8 +80,38 @@ def _bench(args: argparse.Namespace) -> int:
     )
     if not args.no_report:
         _render(results)
+    if summary.failed_references:
+        # A missing reference loses the comparisons with it, not the cells' results.
+        logger.warning("references that failed or timed out: %s",
+                       ", ".join(summary.failed_references))  # fmt: skip
     if not summary.ok:
         logger.error("cells that failed or timed out: %s", ", ".join(summary.failed_cells))
+        return 1
+    return 0
+
+
+def _log_references(summary: SweepSummary) -> None:
+    for outcome in summary.references:
+        level = logging.WARNING if outcome.failed else logging.INFO
+        line = describe_reference(outcome.document)
+        logger.log(level, "reference %s: %s, %s", outcome.name, outcome.source, line)
+
+
+def _reference(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    summary = run_references(
+        suite,
+        reference_dir=args.reference_dir,
+        jobs=args.jobs,
+        data_dir=str(resolve_data_dir(args.data_dir)),
+        max_splits=args.splits,
+        only={"dataset": _csv(args.datasets)} if args.datasets else None,
+        rerun_failed=args.rerun_failed,
+    )
+    _log_references(summary)
+    if summary.failed_references:
+        logger.error("references that failed or timed out: %s",
+                     ", ".join(summary.failed_references))  # fmt: skip
         return 1
     return 0
 
@@ -104,6 +142,23 @@ def _fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_run_args(parser: argparse.ArgumentParser, jobs_help: str) -> None:
+    """What ``bench`` and ``reference`` share: data, selection, jobs and the reference cache."""
+    parser.add_argument("--data-dir", default=None, help="data directory (default: $PPL_BNN_DATA)")
+    parser.add_argument("--jobs", type=int, default=None, help=jobs_help)
+    parser.add_argument("--splits", type=int, default=None, help="only the first K splits")
+    parser.add_argument("--datasets", default=None, help="comma-separated subset of datasets")
+    parser.add_argument(
+        "--rerun-failed", action="store_true", help="rerun failed/timed-out cells and references"
+    )
+    parser.add_argument(
+        "--reference-dir",
+        default=None,
+        help="reference posterior cache (default: $PPL_BNN_REFERENCE_DIR, else "
+        "$XDG_CACHE_HOME/ppl_bnn/references or ~/.cache/ppl_bnn/references)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ppl-bnn``."""
     parser = argparse.ArgumentParser(prog="ppl-bnn", description=__doc__.splitlines()[0])
@@ -112,20 +167,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="run a benchmark suite (resumable) and render its report")
     _add_report_args(bench)
-    bench.add_argument("--data-dir", default=None, help="data directory (default: $PPL_BNN_DATA)")
-    bench.add_argument("--jobs", type=int, default=None, help="cells at once (default: cores)")
+    _add_run_args(bench, "cells at once (default: cores)")
     bench.add_argument("--dask-address", default=None, help="run cells on this Dask scheduler")
-    bench.add_argument("--splits", type=int, default=None, help="only the first K splits")
-    bench.add_argument("--datasets", default=None, help="comma-separated subset of datasets")
     bench.add_argument("--methods", default=None, help="comma-separated subset of methods")
     bench.add_argument("--backends", default=None, help="comma-separated subset of backends")
-    bench.add_argument("--rerun-failed", action="store_true", help="rerun failed/timed-out cells")
     bench.add_argument("--force", action="store_true", help="rerun every cell")
     bench.add_argument("--no-report", action="store_true", help="do not render the report")
     bench.add_argument(
         "--no-jax-cache", action="store_true", help="disable JAX's persistent compilation cache"
     )
+    bench.add_argument(
+        "--no-reference", action="store_true", help="skip the suite's reference posteriors"
+    )
     bench.set_defaults(handler=_bench)
+
+    reference = sub.add_parser(
+        "reference", help="compute a suite's reference posteriors into their cache (no cells)"
+    )
+    reference.add_argument(
+        "--suite", default="default", help="suite name in benchmarks/ or a path to a .toml file"
+    )
+    _add_run_args(reference, "references at once (default: cores)")
+    reference.set_defaults(handler=_reference)
 
     report = sub.add_parser("report", help="re-render a suite's report from stored results")
     _add_report_args(report)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ppl_bnn import cli
+from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary
 from ppl_bnn.cli import build_parser, main
 from tests.data.conftest import DEFAULT_SHARED_DATA
 
@@ -49,3 +51,87 @@ def test_fetch_verifies_and_is_idempotent(tmp_path: Path, caplog: pytest.LogCapt
         assert main(args) == 0
     assert "uci: 0 files downloaded" in caplog.text
     assert (tmp_path / "uci" / "bostonHousing" / "data" / "data.txt").is_file()
+
+
+TINY_REFERENCE_SUITE = """
+name = "tiny-ref"
+backends = ["numpyro"]
+[reference]
+num_chains = 2
+num_warmup = 30
+num_samples = 30
+max_tree_depth = 3
+[model]
+hidden = [4]
+[[datasets]]
+name = "sine"
+[[datasets]]
+name = "bostonHousing"
+[[datasets]]
+name = "digits"
+no_reference = "too many weights"
+[methods.svi]
+num_steps = 50
+"""
+
+
+def test_reference_command_computes_then_reuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY_REFERENCE_SUITE)
+    cache, no_data = tmp_path / "cache", tmp_path / "no-data"
+    no_data.mkdir()
+    args = ["reference", "--suite", str(suite), "--data-dir", str(no_data), "--jobs", "1"]
+    with caplog.at_level(logging.INFO):
+        # bostonHousing's data is missing: that reference fails, the others do not wait for it.
+        assert main([*args, "--reference-dir", str(cache)]) == 1
+    assert "reference sine-split0: computed, ok; R-hat max" in caplog.text
+    assert "not converged" in caplog.text
+    assert (
+        "reference bostonHousing-split0: unavailable, failed: DatasetNotFoundError" in caplog.text
+    )
+    assert "reference digits-split0: skipped, infeasible: too many weights" in caplog.text
+    assert "references that failed or timed out: bostonHousing-split0" in caplog.text
+    assert len(list(cache.iterdir())) == 1
+
+    caplog.clear()
+    monkeypatch.setenv("PPL_BNN_REFERENCE_DIR", str(cache))  # the cache found by its variable
+    with caplog.at_level(logging.INFO):
+        assert main([*args, "--datasets", "sine,digits"]) == 0
+    assert "reference sine-split0: cached, ok" in caplog.text and "computed" not in caplog.text
+    assert "bostonHousing" not in caplog.text
+
+
+def test_bench_passes_reference_flags_and_does_not_fail_on_a_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[dict] = []
+    failed = ReferenceOutcome("sine-split0", "computed", {
+        "status": "timeout", "note": "Timeout: killed", "converged": None,
+    })  # fmt: skip
+
+    def fake_run_suite(suite, results, **kwargs):
+        calls.append(kwargs)
+        return SweepSummary(references=[failed])
+
+    monkeypatch.setattr(cli, "run_suite", fake_run_suite)
+    base = ["bench", "--reports-dir", str(tmp_path), "--no-report"]
+    with caplog.at_level(logging.INFO):
+        assert main([*base, "--reference-dir", str(tmp_path / "refs")]) == 0
+        assert main([*base, "--no-reference"]) == 0
+    assert calls[0]["references"] and calls[0]["reference_dir"] == str(tmp_path / "refs")
+    assert not calls[1]["references"] and calls[1]["reference_dir"] is None
+    assert "WARNING" in caplog.text and "reference sine-split0: computed, timeout" in caplog.text
+    assert "references that failed or timed out: sine-split0" in caplog.text
+
+
+def test_reference_command_needs_a_reference_table(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    suite = tmp_path / "plain.toml"
+    suite.write_text(TINY_REFERENCE_SUITE.split("[reference]")[0] + '[[datasets]]\nname = "sine"\n'
+                     "[methods.svi]\nnum_steps = 50\n")  # fmt: skip
+    with caplog.at_level(logging.ERROR):
+        assert main(["reference", "--suite", str(suite)]) == 2
+    assert "has no [reference] table" in caplog.text

@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Self
 
 from ppl_bnn.bench.environment import machine_info, timestamp
+from ppl_bnn.bench.evaluate import STORED_DRAWS
 from ppl_bnn.bench.record import SCHEMA_VERSION
+from ppl_bnn.model.priors import prior_from_dict
 
 
 class _Runnable:
@@ -46,6 +48,7 @@ class Cell(_Runnable):
         model: Keyword arguments of :class:`ppl_bnn.BNN` other than the data and likelihood.
         options: Method options passed to ``fit``.
         data: Data limits passed to the loader (``max_train``, ``max_test``).
+        stored_draws: Draws of the test predictive kept in ``predictions.nc`` (thinned evenly).
         timeout_s: Wall-clock limit of the cell's process.
         budget_note: Why this cell's budget differs from the suite's default, or None.
     """
@@ -59,6 +62,7 @@ class Cell(_Runnable):
     model: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+    stored_draws: int = STORED_DRAWS
     timeout_s: float = 600.0
     budget_note: str | None = None
 
@@ -75,7 +79,15 @@ class Cell(_Runnable):
         return out
 
 
-PROBE_KINDS = ("floor", "method", "overhead", "predict", "scaling", "throughput")
+PROBE_KINDS = (
+    "floor",
+    "method",
+    "overhead",
+    "predict",
+    "scaling",
+    "throughput",
+    "compile_cache",
+)
 
 
 @dataclass(frozen=True)
@@ -148,8 +160,11 @@ def base_record(cell: Cell | Probe) -> dict[str, Any]:
 
 def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:
     """:class:`ppl_bnn.BNN` keywords for ``data``: the likelihood follows the task; ``noise``
-    applies to regression only and defaults to ``"learned"``."""
-    kwargs = {k: v for k, v in model.items() if k != "noise"}
-    if data.task == "regression":
-        return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}
-    return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}
+    applies to regression only and defaults to ``"learned"``; ``noise_prior`` is given in its
+    dict form (``{kind = "gamma", concentration = 6.0, rate = 6.0}``)."""
+    kwargs = {k: v for k, v in model.items() if k not in ("noise", "noise_prior")}
+    if data.task != "regression":
+        return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}
+    if model.get("noise_prior") is not None:
+        kwargs["noise_prior"] = prior_from_dict(model["noise_prior"])
+    return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}

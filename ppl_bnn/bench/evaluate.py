@@ -31,14 +31,26 @@ STORED_DRAWS = 200
 PRUNE_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98)
 
 
+#: Regression metrics also scored separately on each part of a test set that reaches beyond
+#: the training inputs (``<metric>_in`` and ``<metric>_out``; see ``Dataset.test_inside``).
+REGION_METRICS = ("test_ll", "rmse", "crps", "coverage_95", "epistemic_std", "total_std")
+
+
 @dataclass
 class Evaluation:
-    """Metrics (flat floats), curves (lists for figures), stored predictions and their timings."""
+    """Metrics (flat floats), curves (lists for figures), stored predictions and their timings.
+
+    ``flags`` says why the predictive is unusable (empty when it is usable; see
+    :func:`ppl_bnn.metrics.usability_flags`); ``regions`` names the ``_in`` / ``_out`` parts of
+    the test set where the dataset has them.
+    """
 
     metrics: dict[str, float] = field(default_factory=dict)
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     predictions: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    regions: dict[str, str] = field(default_factory=dict)
 
 
 def _thin(num: int, keep: int) -> np.ndarray:
@@ -51,13 +63,15 @@ def _original_units(pred: Prediction, data: Dataset) -> tuple[np.ndarray, np.nda
     return f, np.asarray(pred.noise_std, dtype=np.float64) * data.y_std
 
 
-def _regression(result: FitResult, data: Dataset, out: Evaluation) -> np.ndarray:
+def _regression(result: FitResult, data: Dataset, out: Evaluation, stored_draws: int) -> np.ndarray:
     pred = result.predict(data.x_test)
     f, sigma = _original_units(pred, data)
     y = data.y_test * data.y_std + data.y_mean
     out.metrics.update(metrics.regression_metrics(f, sigma, y))
     out.curves["coverage"] = metrics.calibration_curve(f, sigma, y)
-    keep = _thin(f.shape[0], STORED_DRAWS)
+    if data.test_inside is not None:
+        _by_region(f, sigma, y, data, out)
+    keep = _thin(f.shape[0], stored_draws)
     total_std = np.sqrt(f.var(axis=0) + np.mean(sigma**2))
     out.predictions.update(
         {
@@ -83,6 +97,48 @@ def _regression(result: FitResult, data: Dataset, out: Evaluation) -> np.ndarray
             }
         )
     return f
+
+
+def _by_region(
+    f: np.ndarray, sigma: np.ndarray, y: np.ndarray, data: Dataset, out: Evaluation
+) -> None:
+    """:data:`REGION_METRICS` on each part of the test set, where each part has points."""
+    for suffix, mask, name in (
+        ("in", data.test_inside, data.regions[0]),
+        ("out", ~data.test_inside, data.regions[1]),
+    ):
+        if not mask.any():
+            continue
+        scored = metrics.regression_metrics(f[:, mask], sigma, y[mask])
+        out.metrics.update({f"{k}_{suffix}": scored[k] for k in REGION_METRICS})
+        out.metrics[f"n_test_{suffix}"] = float(mask.sum())
+        out.regions[suffix] = name
+    out.predictions["test_inside"] = (("test",), data.test_inside.astype(np.int8))
+
+
+def _usability(result: FitResult, data: Dataset, out: Evaluation) -> None:
+    """Scores of the constant predictor fitted to the training targets, the fit's own training
+    log-likelihood, and the flags of an unusable fit (all in original units)."""
+    classes = None if data.task == "regression" else data.num_classes
+    scale = data.y_std if classes is None else 1.0
+    y_train, y_test = data.y_train * scale, data.y_test * scale  # shifts cancel in the scores
+    baseline_test = metrics.constant_log_likelihood(y_train, y_test, num_classes=classes)
+    baseline_train = metrics.constant_log_likelihood(y_train, y_train, num_classes=classes)
+    # The model's likelihood is of standardised targets: its Jacobian is 1 / y_std.
+    train_ll = metrics.mean_log_predictive_density(result.log_likelihood) - np.log(scale)
+    test_ll = out.metrics["test_ll"] if classes is None else -out.metrics["nll"]
+    nonfinite = out.metrics.get("n_nonfinite_ll", out.metrics.get("n_nonfinite_nll", 0.0))
+    out.metrics.update(
+        baseline_test_ll=baseline_test, baseline_train_ll=baseline_train, train_ll=train_ll
+    )
+    out.flags = metrics.usability_flags(
+        test_ll=test_ll,
+        baseline_test_ll=baseline_test,
+        train_ll=train_ll,
+        baseline_train_ll=baseline_train,
+        nonfinite_test_points=int(nonfinite),
+        num_test_points=data.n_test,
+    )
 
 
 def _classification(result: FitResult, data: Dataset, out: Evaluation) -> np.ndarray:
@@ -177,14 +233,16 @@ def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
     out.curves["pruning"] = curve
 
 
-def evaluate(result: FitResult, data: Dataset) -> Evaluation:
-    """Metrics, curves and predictions of ``result`` on ``data``'s test set (original units)."""
+def evaluate(result: FitResult, data: Dataset, *, stored_draws: int = STORED_DRAWS) -> Evaluation:
+    """Metrics, curves and predictions of ``result`` on ``data``'s test set (original units);
+    regression keeps ``stored_draws`` draws of the test predictive, thinned evenly."""
     out = Evaluation()
     start = now()
     if data.task == "regression":
-        per_draw = _regression(result, data, out)
+        per_draw = _regression(result, data, out, stored_draws)
     else:
         per_draw = _classification(result, data, out)
+    _usability(result, data, out)
     predicted = now()
     method = get_method(result.method, result.backend)
     if method.family is Family.MARKOV_CHAIN:

@@ -46,6 +46,10 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     [throughput]                # cells per second with --jobs 1 and --jobs 2
     cells = 4
     caches = ["warm", "none"]   # a JAX cache filled beforehand (as the bench runs) / none
+
+    [compile_cache]             # one NumPyro fit in two new processes sharing an empty JAX cache
+    problem = "sine"
+    methods = { svi = { num_steps = 3000 }, nuts = { num_warmup = 300 } }   # name -> options
 """
 
 from __future__ import annotations
@@ -224,6 +228,29 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         settings = {k: throughput[k] for k in keys if k in throughput}
         _check_choices(f"{where} [throughput]", settings, "caches", THROUGHPUT_CACHES)
         add("throughput", "throughput", {"cells": int(throughput.get("cells", 4)), **settings})
+    cache = raw.get("compile_cache")
+    if cache is not None:
+        loc = f"{where} [compile_cache]"
+        check_keys(loc, cache, {"problem", "methods", "repeats"})
+        problem = _problem(loc, problems, cache.get("problem", ""))
+        methods = cache.get("methods")
+        if not (isinstance(methods, Mapping) and methods):
+            raise SuiteError(
+                f"{loc}: methods must map NumPyro method names to their options, e.g. "
+                f"methods = {{ svi = {{ num_steps = 3000 }} }}; got {methods!r}"
+            )
+        for method, options in methods.items():
+            if not isinstance(options, Mapping):
+                raise SuiteError(f"{loc}: methods.{method} must be a table of options")
+            check_options(f"{loc} methods.{method}", method, "numpyro", dict(options))
+        params = {
+            "problem": cache["problem"],
+            **problem,
+            "backend": "numpyro",
+            "methods": {method: dict(options) for method, options in methods.items()},
+            **({"repeats": cache["repeats"]} if "repeats" in cache else {}),
+        }
+        add(f"compile-cache-{cache['problem']}", "compile_cache", params)
     if not probes:
         raise SuiteError(f"{where}: a performance suite needs at least one probe")
     return PerfSuite(name=name, description=str(raw.get("description", "")), probes=tuple(probes))

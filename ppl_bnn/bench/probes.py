@@ -332,12 +332,12 @@ def _fill_jax_cache(suite: Suite, cache_dir: str) -> None:
     for jobs in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
             summary = run_suite(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
-        _require_ok(summary, f"filling the JAX cache with --jobs {jobs}")
+        _require_ok(summary, f"throughput probe, filling the JAX cache with --jobs {jobs}")
 
 
 def _require_ok(summary: SweepSummary, what: str) -> None:
     if not summary.ok:
-        raise RuntimeError(f"throughput probe: cells failed {what}: {summary.failed_cells}")
+        raise RuntimeError(f"{what}: cells failed: {summary.failed_cells}")
 
 
 def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict[int, list[float]]]:
@@ -352,13 +352,72 @@ def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict
             with tempfile.TemporaryDirectory() as tmp:
                 summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=jax_cache)
                 records = read_records(Path(tmp))
-            _require_ok(summary, f"with --jobs {jobs}")
+            _require_ok(summary, f"throughput probe, --jobs {jobs}")
             out["sweep_wall_s"][jobs].append(summary.wall_s)
             out["cell_time_s"][jobs].append(sum(r["timings"]["cell_wall"] for r in records))
             out["jax_cache_hits"][jobs].append(
                 sum(r.get("compilation", {}).get("jax_cache_hits", 0) for r in records)
             )
     return out
+
+
+def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """The same NumPyro fit in two new processes that share an empty JAX persistent cache, as
+    ``ppl-bnn bench`` runs cells: the first compiles every program and fills the cache
+    (``cold``), the second loads them (``warm``).
+
+    One empty cache per method (``methods``: name -> options) and repeat, so that no method
+    loads another's programs. Per process: the fit's compile time (``compile_s``: tracing,
+    lowering and compiling or loading), its whole time (``fit_s``), and its XLA compilations
+    (``xla_compiles``) and cache hits (``jax_cache_hits``).
+    """
+    params = probe.params
+    limits = {"max_train": params["max_train"]} if params.get("max_train") else {}
+    raw = {
+        "name": "compile_cache",
+        "seeds": [0],
+        "backends": ["numpyro"],
+        "model": params.get("model", {}),
+        "datasets": [{"name": params["dataset"], **limits}],
+        "methods": params["methods"],
+    }
+    suite = parse_suite(raw, where="compile_cache probe")
+    quantities = {
+        "compile_s": lambda r: r["timings"]["compile"],
+        "fit_s": lambda r: r["timings"]["total"],
+        "xla_compiles": lambda r: r["info"]["jax_cache"]["compiles"],
+        "jax_cache_hits": lambda r: r["info"]["jax_cache"]["cache_hits"],
+    }
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for _ in range(params["repeats"]):
+        for method in params["methods"]:
+            with tempfile.TemporaryDirectory() as cache_dir:
+                for variant in ("cold", "warm"):
+                    with tempfile.TemporaryDirectory() as tmp:
+                        summary = run_suite(
+                            suite,
+                            Path(tmp),
+                            jobs=1,
+                            data_dir=data_dir,
+                            only={"method": {method}},
+                            jax_cache=cache_dir,
+                        )
+                        (record,) = read_records(Path(tmp))
+                    _require_ok(summary, f"compile_cache probe, {method} with a {variant} cache")
+                    for quantity, value in quantities.items():
+                        values.setdefault((quantity, method, variant), []).append(value(record))
+    return [
+        row(
+            quantity,
+            vals,
+            unit="s" if quantity.endswith("_s") else "",
+            problem=params["problem"],
+            method=method,
+            backend="numpyro",
+            variant=variant,
+        )
+        for (quantity, method, variant), vals in values.items()
+    ]
 
 
 PROBES: dict[str, Callable[[Probe, str | None], list[dict[str, Any]]]] = {
@@ -368,6 +427,7 @@ PROBES: dict[str, Callable[[Probe, str | None], list[dict[str, Any]]]] = {
     "predict": predict,
     "scaling": scaling,
     "throughput": throughput,
+    "compile_cache": compile_cache,
 }
 
 

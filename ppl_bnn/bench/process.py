@@ -1,9 +1,9 @@
 """Run one cell in a child process with a timeout, staging its files until they are complete.
 
 The child writes into a staging directory beside the cell's final directory; only when it has
-finished (or has been recorded as timed out or crashed) does the staging directory replace the
-final one. An earlier result is therefore never half-overwritten, and killing a sweep loses
-nothing already written.
+finished (or has been recorded as timed out or crashed), and the caller has added what it adds
+(a reference's ``reference.json``), does the staging directory replace the final one. An earlier
+result is therefore never half-overwritten, and killing a sweep loses nothing already written.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ def dask_threads() -> int | None:
     return max(1, cpu_count() // max(1, worker.state.nthreads))
 
 
-def _install(staging: Path, final: Path) -> None:
+def install(staging: Path, final: Path) -> None:
     """Move ``staging`` to ``final``, replacing what was there."""
     old = None
     if final.exists():
@@ -52,21 +53,31 @@ def _install(staging: Path, final: Path) -> None:
 
 def run_cell_process(
     cell_dict: dict[str, Any],
-    cells_dir: str,
+    out_dir: str,
     *,
     data_dir: str | None = None,
     threads: int | None = None,
     jax_cache: str | None = None,
+    before_install: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run a cell in a fresh Python process, enforce its timeout and return its record.
 
-    Plain arguments only, so the function can be shipped to a Dask worker.
+    Plain arguments (and a picklable ``before_install``), so the function can be shipped to a
+    Dask worker.
+
+    Args:
+        cell_dict: The cell or probe, as its ``to_dict()``.
+        out_dir: The directory its files end up in (e.g. ``<results>/cells/<cell_id>``),
+            replacing what was there.
+        data_dir, threads, jax_cache: Passed to the worker.
+        before_install: Called with the staging directory and the record once the record is
+            written, before the directory is installed.
     """
     cell = cell_from_dict(cell_dict)
     threads = threads or dask_threads() or 1
-    final = Path(cells_dir) / cell.cell_id
+    final = Path(out_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{cell.cell_id}."))
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
     command = [sys.executable, "-m", "ppl_bnn.bench.worker", json.dumps(cell.to_dict())]
     command += [str(staging), "--threads", str(threads), "--parent-pid", str(os.getpid())]
     if data_dir:
@@ -111,6 +122,8 @@ def run_cell_process(
                 "traceback": (stderr or "")[-_STDERR_TAIL:],
             }
         write_record(staging, record)
-    _install(staging, final)
+    if before_install is not None:
+        before_install(staging, record)
+    install(staging, final)
     logger.info("%s: %s", cell.cell_id, record["status"])
     return record

@@ -1,52 +1,113 @@
-"""Run a suite's cells, resuming from what is already stored.
+"""Run a suite's reference posteriors and cells, resuming from what is already stored.
 
 Results live in ``<results_dir>/cells/<cell_id>/`` (see :mod:`ppl_bnn.bench.record`) with
 ``<results_dir>/suite.json`` describing the sweep. A cell is skipped when its stored record has
 the same config hash and status ``ok`` or ``diverged`` (a divergence is a result of the method,
 reproducible from the seed); ``failed`` and ``timeout`` cells are kept as they are unless
-``rerun_failed``; ``force`` reruns everything.
+``rerun_failed``; ``force`` reruns every cell.
+
+Reference posteriors (:mod:`ppl_bnn.reference`) are looked up in their content-addressed cache
+(``<cache root>/<key>/``) and computed only when absent (or, with ``rerun_failed``, when they
+failed or timed out), by the same worker process as cells and on the same executor, submitted
+before the cells since they are the longest jobs. ``force`` does not recompute them: a key
+fixes the result. Each reference's ``reference.json``, ``record.json`` and ``predictions.nc``
+are copied to ``<results_dir>/references/<dataset>-split<k>/``; a dataset with
+``no_reference`` gets a ``reference.json`` saying why there is none. A failed reference never
+stops the sweep; it is listed in the summary.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import shutil
+import tempfile
 from collections import Counter
-from concurrent.futures import as_completed
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ppl_bnn.bench.cell import Cell
-from ppl_bnn.bench.environment import environment
+from ppl_bnn.bench.environment import environment, timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
-from ppl_bnn.bench.process import run_cell_process
-from ppl_bnn.bench.record import read_record
-from ppl_bnn.bench.suite import Suite
+from ppl_bnn.bench.process import install, run_cell_process
+from ppl_bnn.bench.record import PREDICTIONS_FILE, RECORD_FILE, read_record
+from ppl_bnn.bench.suite import ReferenceJob, Suite
+from ppl_bnn.data import load_dataset
 from ppl_bnn.files import write_atomic
+from ppl_bnn.reference import (
+    REFERENCE_FILE,
+    REFERENCES_DIR,
+    add_reference_file,
+    cache_root,
+    cached_reference,
+    data_fingerprint,
+    read_reference,
+    reference_document,
+    reference_key,
+    write_reference,
+)
 from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
 COMPLETE = ("ok", "diverged")
 FAILED = ("failed", "timeout")
+#: Folder of a suite's results holding one folder per reference, ``<dataset>-split<k>``.
+#: What a reference's results folder gets from its cache entry (the InferenceData stays there).
+_PUBLISHED = (RECORD_FILE, PREDICTIONS_FILE)
+
+
+@dataclass(frozen=True)
+class ReferenceOutcome:
+    """One reference job's result.
+
+    Attributes:
+        name: ``<dataset>-split<k>``.
+        source: ``cached``, ``computed``, ``skipped`` (the dataset's ``no_reference``) or
+            ``unavailable`` (its data did not load, so it has no key).
+        document: Its ``reference.json``.
+    """
+
+    name: str
+    source: str
+    document: dict[str, Any]
+
+    @property
+    def failed(self) -> bool:
+        """True when no record came out of it: ``failed`` or ``timeout``."""
+        return self.document["status"] in FAILED
+
+
+@dataclass(frozen=True)
+class _PendingReference:
+    job: ReferenceJob
+    key: str
 
 
 @dataclass
 class SweepSummary:
-    """What a sweep did: counts by status, cells skipped as already done, wall time."""
+    """What a sweep did: counts of cells by status, cells skipped as already done, wall time,
+    and every reference job's outcome."""
 
     statuses: Counter = field(default_factory=Counter)
     skipped: int = 0
     wall_s: float = 0.0
     failed_cells: list[str] = field(default_factory=list)
+    references: list[ReferenceOutcome] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """True when no cell of the suite is ``failed`` or ``timeout``."""
+        """True when no cell of the suite is ``failed`` or ``timeout`` (references aside)."""
         return not self.failed_cells
+
+    @property
+    def failed_references(self) -> list[str]:
+        """References that failed or timed out (``<dataset>-split<k>``)."""
+        return [r.name for r in self.references if r.failed]
 
 
 def plan(
@@ -65,10 +126,106 @@ def plan(
     return todo, kept
 
 
-def _clean_staging(cells_dir: Path) -> None:
+def _document(job: ReferenceJob, **fields: Any) -> dict[str, Any]:
+    """The ``reference.json`` of ``job`` without a record (see
+    :func:`ppl_bnn.reference.reference_document`)."""
+    return reference_document(
+        job.cell.dataset,
+        job.cell.split,
+        settings=job.settings.as_dict(),
+        model=job.cell.model,
+        computed_at=timestamp(),
+        **fields,
+    )
+
+
+def plan_references(
+    jobs: list[ReferenceJob],
+    root: Path,
+    *,
+    data_dir: str | None = None,
+    rerun_failed: bool = False,
+) -> tuple[list[_PendingReference], list[ReferenceOutcome]]:
+    """Split reference jobs into those to compute and the outcomes known without computing:
+    cached, infeasible (``no_reference``) or unavailable (the data, which the key fingerprints,
+    does not load)."""
+    todo, done = [], []
+    for job in jobs:
+        cell = job.cell
+        if job.no_reference is not None:
+            document = _document(job, status="infeasible", note=job.no_reference)
+            done.append(ReferenceOutcome(job.name, "skipped", document))
+            continue
+        try:
+            data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
+        except (OSError, ValueError) as err:
+            document = _document(job, status="failed", note=f"{type(err).__name__}: {err}")
+            done.append(ReferenceOutcome(job.name, "unavailable", document))
+            continue
+        key = reference_key(cell.config(), data_fingerprint(data))
+        cached = cached_reference(root, key, rerun_failed=rerun_failed)
+        if cached is None:
+            todo.append(_PendingReference(job, key))
+        else:
+            done.append(ReferenceOutcome(job.name, "cached", cached))
+    return todo, done
+
+
+def publish_reference(outcome: ReferenceOutcome, root: Path, results_dir: Path) -> Path:
+    """Install ``<results_dir>/references/<name>/``: the outcome's ``reference.json`` and, where
+    it has a cache entry, that entry's ``record.json`` and ``predictions.nc``."""
+    final = results_dir / REFERENCES_DIR / outcome.name
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+    key = outcome.document["key"]
+    for name in _PUBLISHED if key else ():
+        if (root / key / name).is_file():
+            shutil.copy2(root / key / name, staging / name)
+    write_reference(staging, outcome.document)
+    install(staging, final)
+    return final
+
+
+def _submit_reference(
+    executor: Executor, pending: _PendingReference, root: Path, **process: Any
+) -> Future:
+    """Compute a reference into its cache entry; its ``reference.json`` is written into the
+    staging directory, so the entry appears complete or not at all."""
+    finish = functools.partial(
+        add_reference_file, key=pending.key, settings=pending.job.settings.as_dict()
+    )
+    entry = str(root / pending.key)
+    return executor.submit(
+        run_cell_process, pending.job.cell.to_dict(), entry, before_install=finish, **process
+    )
+
+
+def _reference_outcome(future: Future, pending: _PendingReference, root: Path) -> ReferenceOutcome:
+    job = pending.job
+    try:
+        future.result()
+        document = read_reference(root / pending.key)
+    except Exception as err:  # an executor failure must not stop the sweep
+        logger.exception("reference %s: the executor failed to run it", job.name)
+        document = _document(job, status="failed", note=f"{type(err).__name__}: {err}")
+    if document is None:
+        note = f"no {REFERENCE_FILE} in the cache entry {root / pending.key}"
+        document = _document(job, status="failed", note=note)
+    return ReferenceOutcome(job.name, "computed", document)
+
+
+def _cell_status(future: Future, cell: Cell) -> str:
+    try:
+        return str(future.result()["status"])
+    except Exception:  # an executor failure must not stop the sweep
+        logger.exception("%s: the executor failed to run the cell", cell.cell_id)
+        return "failed"
+
+
+def _clean_staging(directory: Path) -> None:
     """Remove staging directories left by a sweep that was killed."""
-    if cells_dir.is_dir():
-        for path in cells_dir.iterdir():
+    if directory.is_dir():
+        for path in directory.iterdir():
             if path.name.startswith(".") and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
 
@@ -78,16 +235,65 @@ def _progress(total: int) -> Any:
     from tqdm.auto import tqdm
 
     quiet = bool(os.environ.get("CI")) or not os.isatty(2)
-    return tqdm(total=total, unit="cell", disable=quiet, dynamic_ncols=True)
+    return tqdm(total=total, unit="job", disable=quiet, dynamic_ncols=True)
 
 
-def write_suite_file(suite: Suite, results_dir: Path, cells: list[Cell], **extra: Any) -> None:
-    """``suite.json``: the suite, its cells and the environment it ran in."""
+def _executor(jobs: int | None, dask_address: str | None) -> tuple[Any, int | None]:
+    """The executor's context manager and the threads each process gets (None: Dask decides)."""
+    if dask_address:
+        return dask_executor(dask_address), None
+    jobs = jobs or cpu_count()
+    return local_executor(jobs), max(1, cpu_count() // jobs)
+
+
+def _sweep(
+    executor_cm: Any,
+    references: list[_PendingReference],
+    cells: list[tuple[Cell, Path]],
+    summary: SweepSummary,
+    *,
+    root: Path,
+    results: Path | None,
+    **process: Any,
+) -> None:
+    """Run references (first: the longest jobs) and then cells (each into its directory) on one
+    executor, recording each outcome in ``summary`` as it finishes; references are published
+    into ``results`` unless it is None."""
+    with executor_cm as executor, _progress(len(references) + len(cells)) as bar:
+        futures: dict[Future, _PendingReference | Cell] = {}
+        for pending in references:
+            futures[_submit_reference(executor, pending, root, **process)] = pending
+        for cell, out_dir in cells:
+            future = executor.submit(run_cell_process, cell.to_dict(), str(out_dir), **process)
+            futures[future] = cell
+        for future in as_completed(futures):
+            item = futures[future]
+            if isinstance(item, _PendingReference):
+                outcome = _reference_outcome(future, item, root)
+                summary.references.append(outcome)
+                if results is not None:
+                    publish_reference(outcome, root, results)
+                label, status = f"reference {outcome.name}", outcome.document["status"]
+            else:
+                label, status = item.cell_id, _cell_status(future, item)
+                summary.statuses[status] += 1
+                if status in FAILED:
+                    summary.failed_cells.append(item.cell_id)
+            bar.set_postfix_str(f"{label}: {status}", refresh=False)
+            bar.update()
+
+
+def write_suite_file(
+    suite: Suite, results_dir: Path, cells: list[Cell], *, references: bool = True, **extra: Any
+) -> None:
+    """``suite.json``: the suite, its reference settings (null when it has none or they were
+    not run), its cells and the environment it ran in."""
+    reference = suite.reference.as_dict() if references and suite.reference else None
     data = {
         "name": suite.name,
         "kind": suite.kind,
         "description": suite.description,
-        "reference": None if suite.reference is None else ".".join(suite.reference),
+        "reference": reference,
         "environment": environment(),
         "cells": [c.to_dict() for c in cells],
         **extra,
@@ -108,21 +314,27 @@ def run_suite(
     rerun_failed: bool = False,
     force: bool = False,
     jax_cache: str | None = None,
+    references: bool = True,
+    reference_dir: str | Path | None = None,
 ) -> SweepSummary:
-    """Run every cell of ``suite`` that is not already done; never stop at a failing cell.
+    """Run the suite's reference posteriors that are not cached, then every cell that is not
+    already done; never stop at a failing cell or reference.
 
     Args:
         suite: The parsed suite.
-        results_dir: Where ``cells/`` and ``suite.json`` go (``reports/<suite>``).
+        results_dir: Where ``cells/``, ``references/`` and ``suite.json`` go
+            (``reports/<suite>``).
         jobs: Cells at once on this machine (default: the number of cores); each cell's process
             gets ``cores // jobs`` threads so that cells never oversubscribe the cores.
         dask_address: Run on this Dask scheduler instead of locally.
         data_dir: Data directory for datasets that need one.
         max_splits: Only the first splits of each dataset.
-        only: Restrict to these datasets / methods / backends.
-        rerun_failed: Rerun cells stored as failed or timed out.
-        force: Rerun every cell.
+        only: Restrict to these datasets / methods / backends (references: datasets only).
+        rerun_failed: Rerun cells and references stored as failed or timed out.
+        force: Rerun every cell (references are reused: their key fixes their result).
         jax_cache: JAX persistent compilation cache directory shared by the cells.
+        references: Run the suite's references (when it has a ``[reference]`` table).
+        reference_dir: The reference cache root (see :func:`ppl_bnn.reference.cache_root`).
     """
     if suite.kind == "perf":
         # Probes time things: by default one at a time, each with every core to itself.
@@ -144,6 +356,7 @@ def run_suite(
     cells_dir = results / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
     _clean_staging(cells_dir)
+    _clean_staging(results / REFERENCES_DIR)
     cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
     todo, kept = plan(cells, cells_dir, rerun_failed=rerun_failed, force=force)
     summary = SweepSummary(skipped=len(kept))
@@ -151,39 +364,78 @@ def run_suite(
         summary.statuses[record["status"]] += 1
         if record["status"] in FAILED:
             summary.failed_cells.append(record["cell_id"])
-    write_suite_file(suite, results, cells, wall_s=None)
+    root = cache_root(reference_dir)
+    ref_jobs = []
+    if references and suite.reference is not None:
+        ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
+    ref_todo, ref_done = plan_references(
+        ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed
+    )
+    for outcome in ref_done:
+        publish_reference(outcome, root, results)
+    summary.references.extend(ref_done)
+    write_suite_file(suite, results, cells, references=references, wall_s=None)
     logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
                 len(kept))  # fmt: skip
+    if ref_jobs:
+        logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
+                    len(ref_todo), root)  # fmt: skip
 
-    if dask_address:
-        executor_cm, threads = dask_executor(dask_address), None
-    else:
-        jobs = jobs or cpu_count()
-        executor_cm, threads = local_executor(jobs), max(1, cpu_count() // jobs)
-    with executor_cm as executor, _progress(len(todo)) as bar:
-        futures = {
-            executor.submit(
-                run_cell_process,
-                cell.to_dict(),
-                str(cells_dir),
-                data_dir=data_dir,
-                threads=threads,
-                jax_cache=jax_cache,
-            ): cell
-            for cell in todo
-        }
-        for future in as_completed(futures):
-            cell = futures[future]
-            try:
-                status = future.result()["status"]
-            except Exception:  # an executor failure must not stop the sweep
-                logger.exception("%s: the executor failed to run the cell", cell.cell_id)
-                status = "failed"
-            summary.statuses[status] += 1
-            if status in FAILED:
-                summary.failed_cells.append(cell.cell_id)
-            bar.set_postfix_str(f"{cell.cell_id}: {status}", refresh=False)
-            bar.update()
+    executor_cm, threads = _executor(jobs, dask_address)
+    _sweep(
+        executor_cm,
+        ref_todo,
+        [(cell, cells_dir / cell.cell_id) for cell in todo],
+        summary,
+        root=root,
+        results=results,
+        data_dir=data_dir,
+        threads=threads,
+        jax_cache=jax_cache,
+    )
+    _in_job_order(summary, ref_jobs)
     summary.wall_s = now() - start
-    write_suite_file(suite, results, cells, wall_s=summary.wall_s)
+    write_suite_file(suite, results, cells, references=references, wall_s=summary.wall_s)
     return summary
+
+
+def run_references(
+    suite: Suite,
+    *,
+    reference_dir: str | Path | None = None,
+    jobs: int | None = None,
+    data_dir: str | None = None,
+    max_splits: int | None = None,
+    only: dict[str, set[str]] | None = None,
+    rerun_failed: bool = False,
+) -> SweepSummary:
+    """Compute the suite's reference posteriors that are not cached, into the cache only (no
+    cells, no results folder); their outcomes are in the summary's ``references``.
+
+    Args:
+        suite: A suite with a ``[reference]`` table.
+        reference_dir: The cache root (see :func:`ppl_bnn.reference.cache_root`).
+        jobs: References at once (default: the number of cores).
+        data_dir, max_splits, only, rerun_failed: As for :func:`run_suite`.
+    """
+    if suite.reference is None:
+        raise ValueError(f"suite {suite.name!r} has no [reference] table: nothing to compute")
+    start = now()
+    root = cache_root(reference_dir)
+    ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
+    todo, done = plan_references(ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed)
+    summary = SweepSummary(references=done)
+    logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
+                len(todo), root)  # fmt: skip
+    executor_cm, threads = _executor(jobs, None)
+    _sweep(
+        executor_cm, todo, [], summary, root=root, results=None, data_dir=data_dir, threads=threads
+    )
+    _in_job_order(summary, ref_jobs)
+    summary.wall_s = now() - start
+    return summary
+
+
+def _in_job_order(summary: SweepSummary, jobs: list[ReferenceJob]) -> None:
+    order = {job.name: i for i, job in enumerate(jobs)}
+    summary.references.sort(key=lambda outcome: order[outcome.name])

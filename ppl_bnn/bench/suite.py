@@ -1,13 +1,22 @@
 """Benchmark suites: TOML files that expand into cells.
 
 A suite names datasets (with splits and optional size limits), one model architecture (with
-per-dataset overrides), methods with options, backends, seeds and a per-cell timeout::
+per-dataset overrides), methods with options, backends, seeds, a per-cell timeout and,
+optionally, how its gold-standard reference posteriors are sampled::
 
     name = "default"
     seeds = [0]
     backends = ["numpyro", "pyro"]
     timeout_s = 600
-    reference = "nuts.numpyro"          # optional: the posterior others are compared with
+
+    [reference]                          # optional: a NumPyro NUTS reference posterior per
+    num_chains = 4                       # (dataset, split), cached by content (see
+    num_warmup = 1000                    # ppl_bnn.reference); these are the defaults
+    num_samples = 1000
+    max_tree_depth = 10
+    target_accept = 0.8
+    seed = 0
+    timeout_s = 1800
 
     [model]                              # ppl_bnn.BNN keyword arguments; the likelihood
     hidden = [50]                        # follows the dataset's task; noise (regression
@@ -20,6 +29,7 @@ per-dataset overrides), methods with options, backends, seeds and a per-cell tim
     model = { hidden = [20, 20] }        # overrides [model]
     exclude = ["laplace"]                # "method" or "method.backend"
     options = { "sgld" = { step_size = 1e-4 } }   # keys "method" or "method.backend"
+    no_reference = "why"                 # no reference posterior here, and why not
 
     [methods.nuts]
     num_warmup = 500
@@ -28,12 +38,17 @@ per-dataset overrides), methods with options, backends, seeds and a per-cell tim
     budget_note = "..."                  # ... stated in the report
 
 Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
+
+With a ``[reference]`` table, every (dataset, split) also gets a reference job
+(:meth:`Suite.references`): NumPyro NUTS with these settings on the model the cells fit there
+(data limits included), keeping 1,000 draws of the test predictive; a dataset with
+``no_reference`` gets none, and the reason is reported instead.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,19 +56,43 @@ from typing import Any
 from ppl_bnn.backends import BACKENDS
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
-from ppl_bnn.bench.schema import SuiteError, check_keys, check_options, check_timeout
+from ppl_bnn.bench.schema import (
+    SuiteError,
+    check_int,
+    check_keys,
+    check_open_unit,
+    check_options,
+    check_text,
+    check_timeout,
+)
 from ppl_bnn.data import dataset_names, num_splits
 from ppl_bnn.methods import available
+from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
+from ppl_bnn.reference import ReferenceSettings
 
-__all__ = ["SUITES_DIR", "DatasetEntry", "Suite", "SuiteError", "load_suite", "parse_suite"]
+__all__ = [
+    "SUITES_DIR",
+    "DatasetEntry",
+    "ReferenceJob",
+    "Suite",
+    "SuiteError",
+    "load_suite",
+    "parse_suite",
+]
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 _SUITE_KEYS = {
     "name", "description", "seeds", "backends", "timeout_s", "reference", "model", "datasets",
     "methods",
 }  # fmt: skip
-_DATASET_KEYS = {"name", "splits", "max_train", "max_test", "model", "exclude", "options"}
-_MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise"}
+_DATASET_KEYS = {
+    "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
+}  # fmt: skip
+_MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise", "noise_prior"}
+_REFERENCE_KEYS = {
+    "num_chains", "num_warmup", "num_samples", "max_tree_depth", "target_accept", "seed",
+    "timeout_s",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -67,6 +106,27 @@ class DatasetEntry:
     model: dict[str, Any] = field(default_factory=dict)
     exclude: tuple[str, ...] = ()
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    no_reference: str | None = None
+
+    def limits(self) -> dict[str, int]:
+        """The data limits given (``max_train``, ``max_test``), as loader keywords."""
+        limits = {"max_train": self.max_train, "max_test": self.max_test}
+        return {k: v for k, v in limits.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ReferenceJob:
+    """The reference posterior of one (dataset, split): the NUTS cell that computes it with
+    ``settings``, or why there is none (``no_reference``)."""
+
+    cell: Cell
+    settings: ReferenceSettings
+    no_reference: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``<dataset>-split<k>``, its folder under ``<results>/references/``."""
+        return f"{self.cell.dataset}-split{self.cell.split}"
 
 
 @dataclass(frozen=True)
@@ -81,7 +141,7 @@ class Suite:
     model: dict[str, Any]
     datasets: tuple[DatasetEntry, ...]
     methods: dict[str, dict[str, Any]]
-    reference: tuple[str, str] | None = None
+    reference: ReferenceSettings | None = None
     kind: str = "fit"
 
     def cells(
@@ -98,25 +158,70 @@ class Suite:
             data_dir: Where split counts of ``splits = "all"`` datasets are read from.
             only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets.
         """
+        out = []
+        for entry, split in self._splits(max_splits, data_dir):
+            for method in self.methods:
+                for backend in self.backends:
+                    out.extend(self._cell(entry, split, method, backend) or [])
+        if only:
+            out = [c for c in out if all(getattr(c, k) in v for k, v in only.items() if v)]
+        return out
+
+    def references(
+        self,
+        *,
+        max_splits: int | None = None,
+        data_dir: str | Path | None = None,
+        only: Mapping[str, set[str]] | None = None,
+    ) -> list[ReferenceJob]:
+        """One reference job per (dataset, split), in the order of :meth:`cells`; none when the
+        suite has no ``[reference]`` table.
+
+        Args:
+            max_splits, data_dir: As for :meth:`cells`.
+            only: As for :meth:`cells`; only its ``dataset`` set applies, since a reference
+                serves every method and backend.
+        """
+        if self.reference is None:
+            return []
+        datasets = (only or {}).get("dataset")
+        return [
+            ReferenceJob(
+                self._reference_cell(entry, split, self.reference),
+                self.reference,
+                entry.no_reference,
+            )
+            for entry, split in self._splits(max_splits, data_dir)
+            if not datasets or entry.name in datasets
+        ]
+
+    def _splits(
+        self, max_splits: int | None, data_dir: str | Path | None
+    ) -> Iterator[tuple[DatasetEntry, int]]:
         if max_splits is not None and max_splits < 1:
             raise SuiteError(f"max_splits must be >= 1, got {max_splits}")
-        out = []
         for entry in self.datasets:
             if entry.splits == "all":
                 splits: tuple[int, ...] = tuple(range(num_splits(entry.name, data_dir)))
             else:
                 splits = tuple(entry.splits)
-            if max_splits is not None:
-                splits = splits[:max_splits]
-            for split in splits:
-                for method in self.methods:
-                    for backend in self.backends:
-                        cell = self._cell(entry, split, method, backend)
-                        if cell is not None:
-                            out.extend(cell)
-        if only:
-            out = [c for c in out if all(getattr(c, k) in v for k, v in only.items() if v)]
-        return out
+            for split in splits[:max_splits]:
+                yield entry, split
+
+    def _reference_cell(self, entry: DatasetEntry, split: int, settings: ReferenceSettings) -> Cell:
+        return Cell(
+            suite=self.name,
+            dataset=entry.name,
+            split=split,
+            method="nuts",
+            backend="numpyro",
+            seed=settings.seed,
+            model={**self.model, **entry.model},
+            options=settings.nuts_options(),
+            data=entry.limits(),
+            stored_draws=REFERENCE_STORED_DRAWS,
+            timeout_s=settings.timeout_s,
+        )
 
     def _cell(
         self, entry: DatasetEntry, split: int, method: str, backend: str
@@ -132,7 +237,6 @@ class Suite:
         ):
             options.update({k: v for k, v in layer.items() if not isinstance(v, dict)})
         note = options.pop("budget_note", None)
-        data = {k: v for k, v in (("max_train", entry.max_train), ("max_test", entry.max_test))}
         return [
             Cell(
                 suite=self.name,
@@ -143,7 +247,7 @@ class Suite:
                 seed=seed,
                 model={**self.model, **entry.model},
                 options=options,
-                data={k: v for k, v in data.items() if v is not None},
+                data=entry.limits(),
                 timeout_s=self.timeout_s,
                 budget_note=note,
             )
@@ -235,6 +339,7 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
         for key in [*table.get("exclude", ()), *table.get("options", {})]:
             if key.split(".")[0] not in methods:
                 raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
+        no_reference = check_text(loc, table, "no_reference")
         datasets.append(
             DatasetEntry(
                 name=table["name"],
@@ -244,18 +349,9 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
                 model=dict(table.get("model", {})),
                 exclude=tuple(table.get("exclude", ())),
                 options={k: dict(v) for k, v in table.get("options", {}).items()},
+                no_reference=no_reference,
             )
         )
-
-    reference = None
-    if raw.get("reference") is not None:
-        parts = str(raw["reference"]).split(".")
-        if len(parts) != 2 or parts[0] not in methods or parts[1] not in backends:
-            raise SuiteError(
-                f"{where}: reference must be 'method.backend' of this suite, "
-                f"got {raw['reference']!r}"
-            )
-        reference = (parts[0], parts[1])
 
     suite = Suite(
         name=str(raw["name"]),
@@ -266,7 +362,7 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
         model=model,
         datasets=tuple(datasets),
         methods=methods,
-        reference=reference,
+        reference=_parse_reference(where, raw.get("reference")),
     )
     # Fail now, not in a worker: every option name and value must be accepted by its method.
     for entry in suite.datasets:
@@ -277,3 +373,29 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
                     check_options(what, cell.method, cell.backend, cell.options)
                     break
     return suite
+
+
+def _parse_reference(where: str, table: Any) -> ReferenceSettings | None:
+    """The ``[reference]`` table's NUTS settings (defaults for what it leaves out), or None."""
+    if table is None:
+        return None
+    loc = f"{where} [reference]"
+    if not isinstance(table, Mapping):
+        raise SuiteError(
+            f"{loc}: must be a table of NumPyro NUTS settings ({sorted(_REFERENCE_KEYS)}), "
+            f"got {table!r}"
+        )
+    check_keys(loc, table, _REFERENCE_KEYS)
+    default = ReferenceSettings()
+    settings = ReferenceSettings(
+        num_chains=check_int(loc, table, "num_chains", default.num_chains, minimum=1),
+        num_warmup=check_int(loc, table, "num_warmup", default.num_warmup),
+        # The convergence gate's R-hat needs at least 4 draws per chain.
+        num_samples=check_int(loc, table, "num_samples", default.num_samples, minimum=4),
+        max_tree_depth=check_int(loc, table, "max_tree_depth", default.max_tree_depth, minimum=1),
+        target_accept=check_open_unit(loc, table, "target_accept", default.target_accept),
+        seed=check_int(loc, table, "seed", default.seed),
+        timeout_s=check_timeout(loc, table, default.timeout_s),
+    )
+    check_options(loc, "nuts", "numpyro", settings.nuts_options())
+    return settings

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn import BNN, configure_runtime, fit
+from ppl_bnn.backends.numpyro.compile_cache import compile_counter, enable_jax_cache
 from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_arguments
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
@@ -42,26 +43,6 @@ def _is_diverged(info: dict[str, Any]) -> bool:
     return bool(info.get("diverged") or isinstance(at, int) or info.get("members_diverged"))
 
 
-class CompileCounter:
-    """Counts XLA compilations and persistent-cache hits in this process (JAX monitoring)."""
-
-    def __init__(self) -> None:
-        from jax import monitoring
-
-        self.compiles = 0
-        self.cache_hits = 0
-        monitoring.register_event_duration_secs_listener(self._on_event)
-
-    def _on_event(self, name: str, _duration: float, **_: Any) -> None:
-        if name == "/jax/core/compile/backend_compile_duration":
-            self.compiles += 1
-        elif name == "/jax/compilation_cache/cache_retrieval_time_sec":
-            self.cache_hits += 1
-
-    def as_dict(self) -> dict[str, int]:
-        return {"xla_compiles": self.compiles, "jax_cache_hits": self.cache_hits}
-
-
 def run(
     cell: Cell,
     out_dir: Path,
@@ -75,7 +56,7 @@ def run(
     record.update(threads=threads, jax_cache=jax_cache)
     start = now()
     numpyro = cell.backend == "numpyro"
-    compiles = CompileCounter() if numpyro else None
+    compiles = compile_counter() if numpyro else None
     try:
         # Each backend's runtime only: a cell never starts the other library.
         if numpyro:
@@ -85,7 +66,7 @@ def run(
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
         model = BNN(data.x_train, data.y_train, **model_arguments(cell.model, data))
         result = fit(model, cell.method, backend=cell.backend, seed=cell.seed, **cell.options)
-        evaluation = evaluate(result, data)
+        evaluation = evaluate(result, data, stored_draws=cell.stored_draws)
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
         idata = result.to_arviz()
         write_atomic(out_dir / IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
@@ -96,6 +77,8 @@ def run(
         record.update(
             status="diverged" if _is_diverged(result.info) else "ok",
             metrics=evaluation.metrics,
+            flags=evaluation.flags,
+            regions=evaluation.regions,
             curves=evaluation.curves,
             timings={**result.timings, **evaluation.timings},
             info=result.info,
@@ -171,14 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         _exit_with_parent(args.parent_pid)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     cell = cell_from_dict(json.loads(args.cell))
-    if args.jax_cache and cell.backend != "pyro":
-        import jax
-
-        # Every program, however small: a fresh process otherwise recompiles hundreds of the
-        # eager operations that model initialisation dispatches.
-        jax.config.update("jax_compilation_cache_dir", args.jax_cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    if cell.backend != "pyro":
+        # The suite's shared cache, or none (--no-jax-cache): never the user's own directory.
+        configure_runtime(jax_cache=args.jax_cache or False)
+        enable_jax_cache()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(cell, Probe):
         run_probe_cell(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads)

@@ -80,3 +80,33 @@ def test_sampler_costs_and_diagnostics(sine) -> None:
     assert out.metrics["rhat_max"] >= 1.0 > 0 < out.metrics["ess_bulk_min"]
     assert 0.0 <= out.metrics["max_tree_depth_share"] <= 1.0
     assert "ess_per_s" in out.metrics
+
+
+def test_sine_is_scored_in_range_and_out_of_range(sine, svi_fit) -> None:
+    out = evaluate(svi_fit, sine)
+    assert out.regions == {"in": "in range", "out": "out of range"}
+    inside = np.abs(sine.x_to_original(sine.x_test)[:, 0]) <= 0.5
+    assert out.metrics["n_test_in"] == inside.sum() and out.metrics["n_test_out"] == (~inside).sum()
+    pred = svi_fit.predict(sine.x_test[inside])
+    expected = pred.log_likelihood(sine.y_test[inside]) - np.log(sine.y_std)
+    assert out.metrics["test_ll_in"] == pytest.approx(expected, rel=1e-6)  # float32 draws
+    f_std = svi_fit.predict(sine.x_test[~inside]).epistemic_std.mean() * sine.y_std
+    assert out.metrics["epistemic_std_out"] == pytest.approx(f_std, rel=1e-5)
+
+
+def test_a_fit_that_learned_nothing_is_flagged_and_a_good_one_is_not(sine) -> None:
+    model = BNN(sine.x_train, sine.y_train, hidden=(10,), noise="learned")
+    good = evaluate(fit(model, "map", num_steps=1500, learning_rate=0.02, seed=0), sine)
+    # Zero steps: the prior draw at the initial point predicts nothing about y.
+    bad = evaluate(fit(model, "map", num_steps=1, learning_rate=1e-6, seed=0), sine)
+    for out in (good, bad):
+        y_train = sine.y_to_original(sine.y_train)
+        expected = np.mean(
+            -0.5 * ((y_train - y_train.mean()) / y_train.std()) ** 2
+            - np.log(y_train.std() * np.sqrt(2 * np.pi))
+        )
+        assert out.metrics["baseline_train_ll"] == pytest.approx(expected, rel=1e-9)
+    assert good.metrics["train_ll"] > good.metrics["baseline_train_ll"]
+    assert not any("training" in f for f in good.flags)
+    assert bad.metrics["train_ll"] < bad.metrics["baseline_train_ll"]
+    assert any(f.startswith("training log-likelihood") for f in bad.flags)

@@ -37,6 +37,7 @@ RAW = {
                 "torch_variants": ["bare_eager"]},
     "throughput": {"cells": 2, "repeats": 1, "svi": {"num_steps": 20, "num_draws": 10},
                    "nuts": TINY_NUTS},
+    "compile_cache": {"problem": "sine", "repeats": 1, "methods": {"nuts": TINY_NUTS}},
 }  # fmt: skip
 
 
@@ -58,6 +59,7 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
         "predict",
         "scaling-n40-width3",
         "throughput",
+        "compile-cache-sine",
     }
     for record in records.values():
         assert record["status"] == "ok", record.get("error")
@@ -101,6 +103,12 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
             # program from it; without a cache nothing is loaded.
             hits = throughput["jax_cache_hits", cache, f"jobs{jobs}"]["values"]
             assert all(h > 0 for h in hits) if cache == "warm" else hits == [0]
+    # The second process loads every program the first compiled into the empty cache.
+    cache = {(r["quantity"], r["variant"]): r for r in records["compile-cache-sine"]["perf"]}
+    assert cache["xla_compiles", "cold"]["values"][0] > 0
+    assert cache["xla_compiles", "warm"]["values"] == [0]
+    assert cache["jax_cache_hits", "warm"]["values"][0] > cache["jax_cache_hits", "cold"]["min"]
+    assert 0 < cache["compile_s", "warm"]["min"] < cache["fit_s", "warm"]["min"]
 
 
 def test_perf_report_ratios_are_quotients_of_stored_rows(perf_results: Path) -> None:
@@ -116,7 +124,15 @@ def test_perf_report_ratios_are_quotients_of_stored_rows(perf_results: Path) -> 
     key = "Pyro NUTS (compiled) per gradient / floor (kernel + cheapest bare torch gradient)"
     assert ratios[key] == pytest.approx(expected)
     assert f["pyro_nuts"] == pytest.approx(f["kernel"] + f["torch_bare"])
-    for section in ("Headline ratios", "Floors", "Overhead of fit", "Parallel cells", "Growth"):
+    compile_s = frame[frame["quantity"] == "compile_s"].set_index(["probe", "variant"])["median"]
+    cold, warm = (compile_s["compile-cache-sine", v] for v in ("cold", "warm"))
+    key = (
+        "NumPyro NUTS compile time in a new process, empty JAX cache / cache filled by the "
+        "same fit in another process"
+    )
+    assert ratios[key] == pytest.approx(cold / warm)
+    sections = ("Headline ratios", "Floors", "Overhead of fit", "Parallel cells", "Growth")
+    for section in (*sections, "Compilation cache"):
         assert section in html
     assert "tiny on purpose" in html
     assert (perf_results / "figures" / "perf-cost.png").is_file()

@@ -27,11 +27,22 @@ def _raw(**changes: Any) -> dict[str, Any]:
 
 def test_shipped_perf_suite_expands_into_uniquely_named_probes():
     suite = load_suite("perf")
+    assert suite.name == "perf"
     probes = suite.cells()
     names = [p.name for p in probes]
     assert len(names) == len(set(names))
     kinds = {p.kind for p in probes}
-    assert kinds == {"floor", "method", "overhead", "predict", "scaling", "throughput"}
+    assert kinds == {
+        "floor",
+        "method",
+        "overhead",
+        "predict",
+        "scaling",
+        "throughput",
+        "compile_cache",
+    }
+    (cache,) = (p for p in probes if p.kind == "compile_cache")
+    assert set(cache.params["methods"]) == {"svi", "nuts"} and cache.backend == "numpyro"
     scaling = {(p.params["n"], p.params["width"]) for p in probes if p.kind == "scaling"}
     assert {(500, 50), (5000, 50), (50000, 50), (500, 10), (500, 200)} == scaling
     only_pyro = suite.cells(only={"backend": {"pyro"}})
@@ -80,6 +91,18 @@ def test_probe_round_trips_and_hashes_its_config():
         (
             {"throughput": {"caches": ["cold"]}},
             r"\[throughput\]: caches must be a non-empty list drawn from warm, none; got .*cold",
+        ),
+        (
+            {"compile_cache": {"problem": "sine"}},
+            r"\[compile_cache\]: methods must map NumPyro method names to their options",
+        ),
+        (
+            {"compile_cache": {"problem": "sine", "methods": {"svi": {"num_step": 3}}}},
+            r"\[compile_cache\] methods.svi: .*num_step",
+        ),
+        (
+            {"compile_cache": {"problem": "cosine", "methods": {"svi": {}}}},
+            r"\[compile_cache\]: unknown problem 'cosine'",
         ),
     ],
 )

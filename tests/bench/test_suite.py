@@ -7,23 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from ppl_bnn.bench.cell import Cell
+from ppl_bnn import BNN, priors
+from ppl_bnn.bench.cell import Cell, model_arguments
 from ppl_bnn.bench.suite import SUITES_DIR, SuiteError, load_suite, parse_suite
+from ppl_bnn.data import load_dataset
 
 RAW = {
     "name": "tiny",
     "seeds": [0, 1],
     "backends": ["numpyro", "pyro"],
     "timeout_s": 60,
-    "reference": "nuts.numpyro",
+    "reference": {"num_chains": 2, "num_samples": 30, "timeout_s": 90},
     "model": {"hidden": [5], "activation": "tanh"},
     "datasets": [
-        {"name": "sine", "splits": [0, 3]},
+        {"name": "sine", "splits": [0, 3], "max_train": 20},
         {
             "name": "digits",
             "model": {"hidden": [8]},
             "exclude": ["nuts.pyro"],
             "options": {"svi": {"num_steps": 7}, "nuts.numpyro": {"num_samples": 9}},
+            "no_reference": "too many weights",
         },
     ],
     "methods": {
@@ -57,6 +60,34 @@ def test_expansion_merges_options_in_order() -> None:
     assert len(by_id) == len(cells)
 
 
+def test_references_expand_per_dataset_and_split() -> None:
+    suite = parse_suite(RAW)
+    jobs = suite.references()
+    assert [(j.name, j.no_reference) for j in jobs] == [
+        ("sine-split0", None),
+        ("sine-split3", None),
+        ("digits-split0", "too many weights"),
+    ]
+    cell = jobs[1].cell
+    assert (cell.method, cell.backend, cell.seed, cell.split) == ("nuts", "numpyro", 0, 3)
+    assert cell.options == {
+        "num_chains": 2, "num_warmup": 1000, "num_samples": 30, "max_tree_depth": 10,
+        "target_accept": 0.8,
+    }  # fmt: skip
+    assert cell.model == {"hidden": [5], "activation": "tanh"} and cell.data == {"max_train": 20}
+    assert cell.stored_draws == 1000 and cell.timeout_s == 90
+    assert jobs[2].cell.model == {"hidden": [8], "activation": "tanh"}
+    # Only the dataset filter applies: a reference serves every method and backend.
+    only = {"dataset": {"sine"}, "method": {"svi"}, "backend": {"pyro"}}
+    assert [j.name for j in suite.references(max_splits=1, only=only)] == ["sine-split0"]
+    assert parse_suite(_suite(reference=None)).references() == []
+    defaults = parse_suite(_suite(reference={})).reference
+    assert defaults is not None and defaults.as_dict() == {
+        "num_chains": 4, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10,
+        "target_accept": 0.8, "seed": 0, "timeout_s": 1800.0, "stored_draws": 1000,
+    }  # fmt: skip
+
+
 def test_filters_and_split_limit() -> None:
     suite = parse_suite(RAW)
     cells = suite.cells(max_splits=1, only={"method": {"svi"}, "backend": {"pyro"}})
@@ -83,6 +114,7 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         {"options": {"num_steps": 10}},
         {"model": {"hidden": [3]}},
         {"data": {"max_train": 10}},
+        {"stored_draws": 1000},
     ):
         other = Cell(**{**cell.to_dict(), **change})
         assert other.config_hash() != cell.config_hash(), change
@@ -110,7 +142,18 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ({"datasets": [{"name": "sine", "splits": "some"}]}, "splits must be"),
         ({"datasets": [{"name": "sine", "exclude": ["hmc"]}]}, "'hmc' names no method"),
         ({"datasets": [{"name": "sine", "max": 3}]}, r"unknown keys \['max'\]"),
-        ({"reference": "nuts.stan"}, "reference must be 'method.backend'"),
+        ({"reference": "nuts.numpyro"}, r"\[reference\]: must be a table of NumPyro NUTS"),
+        ({"reference": {"chains": 4}}, r"\[reference\]: unknown keys \['chains'\]"),
+        ({"reference": {"num_chains": 0}}, r"\[reference\]: num_chains must be an integer >= 1"),
+        ({"reference": {"num_warmup": -1}}, "num_warmup must be an integer >= 0, got -1"),
+        ({"reference": {"num_samples": 3}}, "num_samples must be an integer >= 4, got 3"),
+        ({"reference": {"max_tree_depth": "deep"}}, "max_tree_depth must be an integer"),
+        ({"reference": {"num_chains": True}}, "num_chains must be an integer >= 1, got True"),
+        ({"reference": {"target_accept": 1.5}}, r"target_accept must be a number in \(0, 1\)"),
+        ({"reference": {"seed": -2}}, "seed must be an integer >= 0, got -2"),
+        ({"reference": {"timeout_s": 0}}, r"\[reference\]: timeout_s must be a positive number"),
+        ({"datasets": [{"name": "sine", "no_reference": 3}]}, "no_reference must be a non-empty"),
+        ({"datasets": [{"name": "sine", "no_reference": " "}]}, "no_reference must be a non-empty"),
     ],
 )
 def test_bad_suites(changes: dict, match: str) -> None:
@@ -144,3 +187,19 @@ def test_shipped_suites_parse(path: Path) -> None:
         assert suite.probes
     else:
         assert suite.datasets and suite.methods
+
+
+def test_model_arguments_follow_the_task_and_read_the_noise_prior() -> None:
+    sine, digits = load_dataset("sine"), load_dataset("digits", max_train=50, max_test=10)
+    model = {"hidden": [5], "noise_prior": {"kind": "gamma", "concentration": 6.0, "rate": 6.0}}
+    regression = model_arguments(model, sine)
+    assert regression["noise"] == "learned" and regression["likelihood"] == "gaussian"
+    assert regression["noise_prior"] == priors.PBP_NOISE_PRIOR
+    assert BNN(sine.x_train, sine.y_train, **regression).spec.sites()[-1].prior == priors.Gamma(
+        6, 6
+    )
+    classification = model_arguments(model, digits)
+    assert "noise_prior" not in classification and "noise" not in classification
+    assert classification["num_classes"] == 10
+    suite = parse_suite(_suite(model=model))
+    assert suite.model["noise_prior"]["rate"] == 6.0

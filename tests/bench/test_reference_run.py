@@ -1,0 +1,131 @@
+"""Reference posteriors through the runner: computed once by the worker, cached by content,
+reused by later runs and other suites, published into a suite's results, failures isolated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import xarray as xr
+
+from ppl_bnn.bench import runner
+from ppl_bnn.bench.cell import base_record, cell_from_dict
+from ppl_bnn.bench.process import install
+from ppl_bnn.bench.record import read_record, read_records, write_record
+from ppl_bnn.bench.runner import run_suite
+from ppl_bnn.reference import GATE, read_reference
+from tests.bench.conftest import FAST_SVI, tiny_suite
+
+# 2 chains x 120 kept draws: more than the 200 draws a cell keeps, so the reference's own
+# stored_draws shows in its predictions.
+TINY_REFERENCE = {"num_chains": 2, "num_warmup": 30, "num_samples": 120, "max_tree_depth": 3}
+NO_CELLS = {"method": {"none"}}  # the method filter leaves out every cell, not the references
+
+
+def _files(path: Path) -> set[str]:
+    return {p.name for p in path.iterdir()}
+
+
+def test_reference_is_computed_once_then_reused_and_published(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    datasets = [{"name": "sine"}, {"name": "gap", "no_reference": "too slow here"}]
+    suite = tiny_suite(reference=TINY_REFERENCE, datasets=datasets)
+    first = run_suite(suite, tmp_path / "a", jobs=2, only=NO_CELLS, reference_dir=cache)
+    assert [(o.name, o.source) for o in first.references] == [
+        ("sine-split0", "computed"),
+        ("gap-split0", "skipped"),
+    ]
+    assert first.ok and not first.failed_references and not read_records(tmp_path / "a")
+    (entry,) = cache.iterdir()
+    assert _files(entry) == {"record.json", "predictions.nc", "inference_data.nc", "reference.json"}
+    document, record = read_reference(entry), read_record(entry)
+    assert document is not None and record is not None
+    assert document["key"] == entry.name and document["status"] == record["status"] == "ok"
+    assert document["settings"] == {**TINY_REFERENCE, "target_accept": 0.8, "seed": 0,
+                                    "timeout_s": 1800.0, "stored_draws": 1000}  # fmt: skip
+    assert document["diagnostics"]["rhat_max"] == record["metrics"]["rhat_max"]
+    # Two short chains of a depth-3 tree: far from the gate, and said so.
+    assert document["diagnostics"]["ess_bulk_min"] < GATE["ess_bulk_min"]
+    assert document["converged"] is False and document["note"].startswith("not converged")
+    assert record["config"]["stored_draws"] == 1000
+    with xr.open_dataset(entry / "predictions.nc") as preds:
+        assert preds["test_f"].sizes["draw"] == 2 * 120
+
+    published = tmp_path / "a" / "references" / "sine-split0"
+    assert _files(published) == {"reference.json", "record.json", "predictions.nc"}
+    assert read_reference(published) == document
+    infeasible = read_reference(tmp_path / "a" / "references" / "gap-split0")
+    assert infeasible is not None and infeasible["status"] == "infeasible"
+    assert infeasible["note"] == "too slow here" and infeasible["converged"] is None
+    suite_file = json.loads((tmp_path / "a" / "suite.json").read_text())
+    assert suite_file["reference"] == document["settings"]
+
+    # Another suite with the same model, data and settings: the same key, no new process.
+    other = tiny_suite(name="other", timeout_s=30, reference=TINY_REFERENCE, datasets=datasets)
+    again = run_suite(other, tmp_path / "b", jobs=2, only=NO_CELLS, reference_dir=cache)
+    assert [o.source for o in again.references] == ["cached", "skipped"]
+    assert read_reference(entry) == document and read_record(entry) == record
+    assert read_reference(tmp_path / "b" / "references" / "sine-split0") == document
+
+    skipped = run_suite(suite, tmp_path / "c", only=NO_CELLS, references=False, reference_dir=cache)
+    assert not skipped.references and not (tmp_path / "c" / "references").exists()
+    assert json.loads((tmp_path / "c" / "suite.json").read_text())["reference"] is None
+
+
+def test_failed_reference_does_not_stop_the_sweep_and_is_retried_on_request(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache"
+    suite = tiny_suite(reference={**TINY_REFERENCE, "timeout_s": 0.5})
+    summary = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache)
+    assert summary.ok and summary.failed_references == ["sine-split0"]
+    assert [r["status"] for r in read_records(tmp_path / "r")] == ["ok"]
+    published = read_reference(tmp_path / "r" / "references" / "sine-split0")
+    assert published is not None and published["status"] == "timeout"
+    assert published["converged"] is None and "exceeded its 0.5 s limit" in published["note"]
+
+    kept = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache)
+    assert kept.skipped == 1 and [o.source for o in kept.references] == ["cached"]
+    assert kept.references[0].document == published
+    rerun = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache, rerun_failed=True)
+    assert [o.source for o in rerun.references] == ["computed"]
+    assert rerun.references[0].document["computed_at"] >= published["computed_at"]
+
+
+def _fake_process(order: list[str], metrics: dict[str, float]) -> Any:
+    """Stands in for the worker process: writes a record, calls ``before_install``, installs."""
+
+    def run(cell_dict: dict, out_dir: str, *, before_install=None, **_: Any) -> dict:
+        cell = cell_from_dict(cell_dict)
+        order.append(cell.method)
+        final = Path(out_dir)
+        staging = final.with_name(f".{final.name}.staging")
+        staging.mkdir(parents=True)
+        record = {**base_record(cell), "status": "ok", "metrics": metrics, "finished_at": "t"}
+        write_record(staging, record)
+        for name in ("predictions.nc", "inference_data.nc"):
+            (staging / name).write_text(name)
+        if before_install is not None:
+            before_install(staging, read_record(staging))
+        install(staging, final)
+        return record
+
+    return run
+
+
+def test_references_are_submitted_before_the_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: list[str] = []
+    passing = {"rhat_max": 1.001, "ess_bulk_min": 900.0}
+    monkeypatch.setattr(runner, "run_cell_process", _fake_process(order, passing))
+    suite = tiny_suite(reference=TINY_REFERENCE, datasets=[{"name": "sine"}, {"name": "gap"}],
+                       methods={"svi": FAST_SVI, "map": {"num_steps": 5}})  # fmt: skip
+    summary = run_suite(suite, tmp_path / "r", jobs=1, reference_dir=tmp_path / "cache")
+    assert order == ["nuts", "nuts", "svi", "map", "svi", "map"]
+    assert [o.document["converged"] for o in summary.references] == [True, True]
+    published = tmp_path / "r" / "references" / "gap-split0"
+    assert (published / "predictions.nc").read_text() == "predictions.nc"
+    assert not (published / "inference_data.nc").exists()
