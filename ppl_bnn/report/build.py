@@ -16,6 +16,7 @@ import pandas as pd
 
 from ppl_bnn.methods import method_names
 from ppl_bnn.report import figures, stats, tables
+from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.document import (
     BulletList,
     Document,
@@ -27,8 +28,11 @@ from ppl_bnn.report.document import (
     Table,
     slug,
 )
+from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
+from ppl_bnn.report.fidelity import with_fidelity
 from ppl_bnn.report.glossary import QUANTITIES
 from ppl_bnn.report.load import SuiteResults, method_key
+from ppl_bnn.report.summary import summary_section
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +65,14 @@ class _Builder:
 
 
 def build_document(results: SuiteResults) -> Document:
-    """The whole report for ``results``."""
+    """The whole report for ``results``: the Summary first, then the evidence."""
     b = _Builder(results)
-    sections = [overview(b), how_to_read(results)]
+    b.safe("fidelity to the reference posteriors", with_fidelity, results)
+    sections = [
+        b.safe("summary", summary_section, results),
+        overview(b),
+        how_to_read(results),
+    ]
     sections += [dataset_section(b, d) for d in results.datasets()]
     sections += [
         mcmc_section(b),
@@ -74,7 +83,7 @@ def build_document(results: SuiteResults) -> Document:
     ]
     if b.failures:
         sections.insert(
-            1,
+            2,
             Section(
                 "Parts that could not be built",
                 "build-failures",
@@ -132,12 +141,12 @@ def overview(b: _Builder) -> Section:
         text += f"; the suite ran for {wall / 60:.1f} minutes"
     text += ". Every number below is computed from the stored records and netCDF files."
     section.blocks.append(Paragraph.of(text))
-    if results.reference:
+    if results.references:
+        converged = sum(bool(e.converged) for e in results.references.values())
         section.blocks.append(
             Paragraph.of(
-                "Reference posterior: ",
-                Strong(".".join(results.reference)),
-                " (see ",
+                f"Reference posteriors: {converged} of {len(results.references)} (dataset, "
+                "split) pairs have a converged one (see ",
                 Link("Against the reference posterior", "#reference"),
                 ").",
             )
@@ -171,8 +180,9 @@ def overview(b: _Builder) -> Section:
 def how_to_read(results: SuiteResults) -> Section:
     """How the tables are computed and one line per metric shown."""
     present = set(results.metric_names) | {f"time_{t}" for t in results.timing_names}
-    if results.reference:
-        present |= {"w2", "ks", "agreement", "total_variation"}
+    present |= {
+        c for c in FIDELITY_COLUMNS if c in results.cells and results.cells[c].notna().any()
+    }
     items = tuple(
         (Strong(q.label), f" ({key}): {q.definition}.")
         for key, q in QUANTITIES.items()
@@ -204,6 +214,7 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
     blocks = section.blocks
     _add(blocks, b.safe(f"{dataset} table", tables.dataset_table, results, dataset))
     _add(blocks, b.safe(f"{dataset} budget notes", tables.budget_notes, results, dataset))
+    _add(blocks, b.safe(f"{dataset} regions", tables.region_table, results, dataset))
     problem = b.safe(f"{dataset} problems", tables.problems, results, dataset)
     if problem is not None and problem[0] is not None:
         table, details = problem
@@ -306,36 +317,38 @@ def loo_section(b: _Builder) -> Section | None:
 
 
 def backends_section(b: _Builder) -> Section | None:
-    """The same method on Pyro and NumPyro."""
-    table = b.safe("backends table", tables.backends_table, b.results)
-    if table is None:
+    """The same method on Pyro and NumPyro, where the settings were identical."""
+    tables = b.safe("backends tables", backend_tables, b.results)
+    if not tables:
         return None
     intro = Paragraph.of(
         "The same model, data, seeds and method options compiled to Pyro (PyTorch) and NumPyro "
         "(JAX). Quality should agree up to Monte Carlo error; cost shows what each PPL charges."
     )
-    return Section("Backends: Pyro vs NumPyro", "backends", [intro, table])
+    return Section("Backends: Pyro vs NumPyro", "backends", [intro, *tables])
 
 
 def reference_section(b: _Builder) -> Section | None:
-    """Distances to the reference posterior, when the suite names one."""
+    """Each dataset's reference posteriors and every cell's distance to them."""
     results = b.results
-    if results.reference is None:
+    if not results.references:
         return None
-    distances = b.safe("reference distances", stats.reference_distances, results)
     section = Section("Against the reference posterior", "reference")
-    if distances is not None and not distances.empty:
-        for dataset in results.datasets():
-            table = tables.reference_table(distances, results.reference, dataset)
-            if table is not None:
-                section.children.append(Section(dataset, slug("reference", dataset), [table]))
-    if not section.children:
-        section.blocks.append(
-            Paragraph.of(
-                f"The suite names {'.'.join(results.reference)} as reference, but no cell has a "
-                "successful reference fit with stored predictions on the same split and seed."
-            )
+    section.blocks.append(
+        Paragraph.of(
+            "A reference posterior is a long NumPyro NUTS run on the same model and split, "
+            "trusted only when its predictions at the test inputs pass the convergence gate; "
+            "each cell is compared with its split's reference (",
+            IZMAILOV,
+            ").",
         )
+    )
+    for dataset in results.datasets():
+        blocks: list[Any] = []
+        _add(blocks, b.safe(f"{dataset} references", tables.reference_info_table, results, dataset))
+        _add(blocks, b.safe(f"{dataset} fidelity", tables.fidelity_table, results, dataset))
+        if blocks:
+            section.children.append(Section(dataset, slug("reference", dataset), blocks))
     return section
 
 

@@ -88,13 +88,13 @@ def _png(fig: MplFigure) -> bytes:
     return buffer.getvalue()
 
 
-def _plain_log_ticks(axis: Any) -> None:
+def plain_log_ticks(axis: Any) -> None:
     """Label a log axis's major ticks as plain numbers and hide minor tick labels."""
     axis.set_major_formatter(FuncFormatter(lambda v, _: fmt.number(v, 2)))
     axis.set_minor_formatter(NullFormatter())
 
 
-def _figure(dataset: str, kind: str, fig: MplFigure, caption: str) -> Figure:
+def figure_of(dataset: str, kind: str, fig: MplFigure, caption: str) -> Figure:
     return Figure(name=slug(dataset, kind), png=_png(fig), caption=caption)
 
 
@@ -142,7 +142,7 @@ def _title(method: str, backend: str, row: pd.Series | None = None) -> str:
     return text
 
 
-def _legend_methods_backends(fig: MplFigure, methods: Sequence[str], backends: Sequence[str]):
+def legend_methods_backends(fig: MplFigure, methods: Sequence[str], backends: Sequence[str]):
     handles = [Line2D([], [], color=method_color(m), lw=2, label=m) for m in methods]
     handles += [
         Line2D([], [], color="0.3", marker=backend_marker(b), ls=backend_linestyle(b), label=b)
@@ -176,7 +176,7 @@ def fits_1d(results: SuiteResults, dataset: str) -> Figure | None:
             epi = pred["grid_epistemic_std"][order]
             ax.fill_between(x, mean - 2 * epi, mean + 2 * epi, color=color, alpha=0.35, lw=0)
         ax.plot(x, mean, color=color, lw=1.5)
-        if ref is not None and (method, backend) != results.reference:
+        if ref is not None:
             rx, rmean, rstd = ref
             ax.plot(rx, rmean - 2 * rstd, color="0.2", lw=0.8, ls="--")
             ax.plot(rx, rmean + 2 * rstd, color="0.2", lw=0.8, ls="--")
@@ -197,34 +197,19 @@ def fits_1d(results: SuiteResults, dataset: str) -> Figure | None:
         "training points (black)."
     )
     if ref is not None:
-        caption += f" Dashed: ±2 total std of the reference ({'.'.join(results.reference)})."
-    return _figure(dataset, "fits-1d", fig, caption)
+        caption += " Dashed: ±2 total std of the reference posterior (long NumPyro NUTS run)."
+    return figure_of(dataset, "fits-1d", fig, caption)
 
 
 def _reference_grid(results: SuiteResults, like: pd.Series):
-    """Grid mean and total std of the reference cell on the same (dataset, split, seed)."""
-    if results.reference is None:
-        return None
-    cells = results.cells
-    match = cells[
-        (cells["dataset"] == like["dataset"])
-        & (cells["split"] == like["split"])
-        & (cells["seed"] == like["seed"])
-        & (cells["method"] == results.reference[0])
-        & (cells["backend"] == results.reference[1])
-        & (cells["status"] == "ok")
-    ]
-    if match.empty:
-        return None
-    pred = results.predictions(match.iloc[0]["cell_id"], ("grid_x", "grid_mean", "grid_std"))
+    """Grid mean and total std of the reference posterior of ``like``'s (dataset, split)."""
+    pred = results.reference_predictions(
+        like["dataset"], like["split"], ("grid_x", "grid_mean", "grid_std")
+    )
     if pred is None or "grid_x" not in pred:
         return None
     order = np.argsort(pred["grid_x"])
-    return (
-        pred["grid_x"][order],
-        pred["grid_mean"][order],
-        pred["grid_std"][order],
-    )
+    return pred["grid_x"][order], pred["grid_mean"][order], pred["grid_std"][order]
 
 
 def _pooled_curve(group: pd.DataFrame, results: SuiteResults, name: str) -> list[dict]:
@@ -272,12 +257,12 @@ def calibration(results: SuiteResults, dataset: str) -> Figure | None:
         ax.set_aspect("equal")
     axes[0].set_ylabel("empirical coverage")
     methods = sorted({m for v in lines.values() for m, *_ in v}, key=method_key)
-    _legend_methods_backends(fig, methods, [])
+    legend_methods_backends(fig, methods, [])
     caption = (
         "Calibration: share of test targets inside the central predictive interval against its "
         "nominal level (dotted diagonal = calibrated; below = overconfident), mean over splits."
     )
-    return _figure(dataset, "calibration", fig, caption)
+    return figure_of(dataset, "calibration", fig, caption)
 
 
 def reliability(results: SuiteResults, dataset: str) -> Figure | None:
@@ -328,7 +313,7 @@ def reliability(results: SuiteResults, dataset: str) -> Figure | None:
         "Reliability diagrams: accuracy of the test points in each confidence bin (bars) against "
         "the diagonal of perfect calibration; bins pooled over splits and seeds by their counts."
     )
-    return _figure(dataset, "reliability", fig, caption)
+    return figure_of(dataset, "reliability", fig, caption)
 
 
 def refuse(results: SuiteResults, dataset: str) -> Figure | None:
@@ -361,14 +346,14 @@ def refuse(results: SuiteResults, dataset: str) -> Figure | None:
         )
     ax.set(xlabel="share of test points kept", ylabel="accuracy on kept points")
     ax.invert_xaxis()
-    _legend_methods_backends(
+    legend_methods_backends(
         fig, sorted({m for m, *_ in lines}, key=method_key), sorted({b for _, b, *_ in lines})
     )
     caption = (
         "Refuse below a confidence threshold: accuracy on the points kept against the share kept "
         "(a model whose confidence ranks its errors well rises steeply to the right)."
     )
-    return _figure(dataset, "refuse", fig, caption)
+    return figure_of(dataset, "refuse", fig, caption)
 
 
 def runtime_quality(results: SuiteResults, dataset: str) -> Figure | None:
@@ -406,10 +391,10 @@ def runtime_quality(results: SuiteResults, dataset: str) -> Figure | None:
         )
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    _plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.xaxis)
     ax.set(xlabel="fit time (s, log scale)", ylabel=ylabel)
     ax.grid(True, which="both", lw=0.3, alpha=0.5)
-    _legend_methods_backends(
+    legend_methods_backends(
         fig,
         sorted(set(stats["method"]), key=method_key),
         sorted(set(stats["backend"]), key=backend_key),
@@ -418,7 +403,7 @@ def runtime_quality(results: SuiteResults, dataset: str) -> Figure | None:
         "Cost against quality: mean fit time (log scale) and test log-likelihood over splits and "
         "seeds (bars: ± standard error); colour = method, marker = backend. Up and left is better."
     )
-    return _figure(dataset, "runtime-quality", fig, caption)
+    return figure_of(dataset, "runtime-quality", fig, caption)
 
 
 def ood_entropy(results: SuiteResults, dataset: str) -> Figure | None:
@@ -465,7 +450,7 @@ def ood_entropy(results: SuiteResults, dataset: str) -> Figure | None:
         "(black outline), pooled over splits and seeds: good uncertainty puts OOD mass to the "
         "right."
     )
-    return _figure(dataset, "ood-entropy", fig, caption)
+    return figure_of(dataset, "ood-entropy", fig, caption)
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -504,11 +489,11 @@ def loss_traces(results: SuiteResults, dataset: str) -> Figure | None:
         values = np.concatenate(everything) if everything else np.array([])
         if values.size and np.all(values > 0):
             ax.set_yscale("log")
-            _plain_log_ticks(ax.yaxis)
+            plain_log_ticks(ax.yaxis)
         elif values.size:
             ax.set_yscale("symlog", linthresh=max(1.0, float(np.percentile(np.abs(values), 5))))
         ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.xaxis)
         ax.set_title(method, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7, frameon=False)
@@ -519,7 +504,7 @@ def loss_traces(results: SuiteResults, dataset: str) -> Figure | None:
         "joint) per step on a log axis (symlog where the loss changes sign), first split and seed; "
         "solid NumPyro, dashed Pyro; ensemble members as thin lines."
     )
-    return _figure(dataset, "loss", fig, caption)
+    return figure_of(dataset, "loss", fig, caption)
 
 
 def rank_plot(results: SuiteResults, cell_id: str) -> Figure | None:
@@ -598,7 +583,7 @@ def weight_histograms(results: SuiteResults, dataset: str) -> Figure | None:
         "Per-weight posterior means and standard deviations (all weights and biases, first split "
         "and seed; solid NumPyro, dashed Pyro). Point estimates (map) have zero spread."
     )
-    return _figure(dataset, "weights", fig, caption)
+    return figure_of(dataset, "weights", fig, caption)
 
 
 def _bins(values: np.ndarray, symmetric: bool = False, num: int = 40) -> np.ndarray:
@@ -650,7 +635,7 @@ def pruning(results: SuiteResults, dataset: str) -> Figure | None:
         "al. 2015, Table 2): test quality after zeroing the given share of weights with the lowest "
         "ratio, mean over splits and seeds."
     )
-    return _figure(dataset, "pruning", fig, caption)
+    return figure_of(dataset, "pruning", fig, caption)
 
 
 #: Figures drawn for every dataset, in the order they appear.

@@ -106,24 +106,46 @@ QUANTITIES: dict[str, Quantity] = {
     "time_predict": Quantity("predict s", "seconds predicting at the test inputs"),
     "time_cell_wall": Quantity("cell wall s", "wall seconds of the cell's process"),
     # against a reference posterior
-    "w2": Quantity(
-        "W2", "2-Wasserstein distance between predictive marginals, mean over test points", "lower"
-    ),
-    "ks": Quantity(
-        "KS",
-        "Kolmogorov-Smirnov distance between predictive marginals, mean over test points",
+    "ref_w2": Quantity(
+        "W2 to ref.",
+        "2-Wasserstein distance between the predictive marginal and the reference posterior's, "
+        "mean over test points (original units)",
         "lower",
     ),
-    "agreement": Quantity(
+    "ref_ks": Quantity(
+        "KS to ref.",
+        "Kolmogorov-Smirnov distance between the predictive marginal and the reference's, mean "
+        "over test points",
+        "lower",
+    ),
+    "ref_std_ratio": Quantity(
+        "std / ref. std",
+        "predictive std over the reference's, geometric mean over test points (< 1: "
+        "over-confident, > 1: under-confident)",
+    ),
+    "ref_std_ratio_in": Quantity("std / ref. std _in", "as above, on the inside part"),
+    "ref_std_ratio_out": Quantity("std / ref. std _out", "as above, on the outside part"),
+    "ref_agreement": Quantity(
         "agreement",
-        "share of test points where the most probable class matches the reference",
+        "share of test points where the most probable class matches the reference's",
         "higher",
     ),
-    "total_variation": Quantity(
-        "TV",
-        "total variation between predictive class distributions, mean over test points",
+    "ref_tv": Quantity(
+        "TV to ref.",
+        "total variation between predictive class distributions and the reference's, mean "
+        "over test points",
         "lower",
     ),
+    # against a constant predictor
+    "train_ll": Quantity(
+        "train LL", "mean log predictive density of the training targets (original units)"
+    ),
+    "baseline_test_ll": Quantity(
+        "constant test LL",
+        "test LL of a constant predictor fitted to the training targets (Gaussian; class "
+        "frequencies): a usable fit beats it",
+    ),
+    "baseline_train_ll": Quantity("constant train LL", "its training LL"),
 }
 
 REGRESSION_MAIN = (
@@ -134,11 +156,26 @@ CLASSIFICATION_MAIN = (
     "accuracy", "nll", "brier", "ece", "ood_auroc", "mean_entropy", "ood_mean_entropy",
 )  # fmt: skip
 TIMES_MAIN = ("time_total", "time_compile")
+REGRESSION_FIDELITY = ("ref_w2", "ref_ks", "ref_std_ratio")
+REGRESSION_FIDELITY_ALL = (*REGRESSION_FIDELITY, "ref_std_ratio_in", "ref_std_ratio_out")
+CLASSIFICATION_FIDELITY = ("ref_agreement", "ref_tv")
+#: Metrics scored on each part of a test set that reaches beyond the training inputs.
+REGION_MAIN = ("test_ll", "rmse", "coverage_95", "epistemic_std")
 SAMPLER_METRICS = (
     "rhat_max", "rhat_median", "ess_bulk_min", "ess_tail_min", "divergences", "divergence_rate",
     "max_tree_depth_share", "ebfmi_min", "mean_acceptance", "num_grads",
 )  # fmt: skip
 COST_METRICS = ("s_per_grad", "s_per_step", "ess_per_s", "ess_per_1000_grads")
+
+
+for _key in REGION_MAIN:
+    for _part in ("in", "out"):
+        _base = QUANTITIES[_key]
+        QUANTITIES[f"{_key}_{_part}"] = Quantity(
+            f"{_base.label} _{_part}",
+            f"as {_base.label}, on the {_part}side part of the test set",
+            _base.better,
+        )
 
 
 def label(key: str) -> str:

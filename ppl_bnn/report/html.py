@@ -24,7 +24,8 @@ CSS = """
         --problem: #fff4e5; --published: #eef6ee; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-       color: var(--fg); margin: 0 auto; max-width: 1280px; padding: 1.2em 2em 4em; }
+       color: var(--fg); margin: 0 auto; max-width: 1280px; padding: 1.2em 2em 4em;
+       overflow-wrap: anywhere; }
 h1 { font-size: 1.7em; margin: 0.2em 0; }
 h2 { font-size: 1.35em; border-bottom: 2px solid var(--line); padding-bottom: 0.2em;
      margin-top: 2.2em; }
@@ -37,13 +38,15 @@ nav.toc { background: var(--head); border: 1px solid var(--line); border-radius:
 nav.toc h2 { border: 0; margin: 0 0 0.3em; font-size: 1.05em; column-span: all; }
 nav.toc ol { margin: 0; padding-left: 1.3em; }
 nav.toc li { break-inside: avoid; }
-.table-wrap { max-height: 36em; overflow: auto; border: 1px solid var(--line); border-radius: 4px;
-              margin: 0.4em 0 1.2em; }
+.table-wrap { max-height: max(36em, 85vh); max-width: 100%; width: fit-content; overflow: auto;
+              border: 1px solid var(--line); border-radius: 4px; margin: 0.4em 0 1.2em; }
 table { border-collapse: separate; border-spacing: 0; font-size: 12.5px; width: max-content;
-        min-width: 100%; }
+        overflow-wrap: normal; }
 caption { caption-side: top; text-align: left; color: var(--muted); padding: 0.45em 0.6em;
-          font-size: 12.5px; max-width: 70em; }
+          font-size: 12.5px; min-width: min(40em, 100vw - 6em); max-width: 70em;
+          overflow-wrap: anywhere; }
 th, td { padding: 0.28em 0.6em; border-bottom: 1px solid var(--line); vertical-align: top; }
+td { max-width: 32em; }
 thead th { position: sticky; top: 0; background: var(--head); text-align: left; z-index: 1;
            border-bottom: 2px solid var(--line); white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }

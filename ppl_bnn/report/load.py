@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.bench.record import read_records
+from ppl_bnn.bench.record import PREDICTIONS_FILE, read_records
 from ppl_bnn.methods import method_names
 from ppl_bnn.methods.base import Family
+from ppl_bnn.reference import REFERENCE_FILE, REFERENCES_DIR, read_reference
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, lis
             "error_type": error.get("type"),
             "error_message": first_line(error.get("message")),
             "budget_note": rec.get("budget_note"),
+            "flags": "; ".join(rec.get("flags") or []) or None,
             "config_hash": rec.get("config_hash"),
             "started_at": rec.get("started_at"),
             "finished_at": rec.get("finished_at"),
@@ -145,6 +147,75 @@ def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, lis
     return frame, metrics, timings
 
 
+@dataclass(frozen=True)
+class ReferenceEntry:
+    """A split's reference posterior as stored beside the cells (``references/<name>/``).
+
+    Attributes:
+        dataset, split: What it is the reference of.
+        status: ``ok``, ``diverged``, ``failed``, ``timeout`` or ``infeasible``.
+        converged: Whether it passed its gate (R-hat and bulk ESS of the test predictions);
+            None when there is no fit.
+        note: Why there is none (infeasible) or what failed.
+        gate: The gate's thresholds (``rhat_max``, ``ess_bulk_min``).
+        diagnostics: R-hat, ESS, divergences, ... of its test predictions.
+        settings: Its NUTS settings (chains, warm-up, draws, tree depth, seed).
+        wall_s: Seconds it took to compute (where it was computed).
+        folder: Where its files are.
+    """
+
+    dataset: str
+    split: int
+    status: str
+    converged: bool | None
+    note: str | None
+    gate: dict[str, float]
+    diagnostics: dict[str, float]
+    settings: dict[str, Any]
+    wall_s: float | None
+    folder: Path
+
+    @property
+    def usable(self) -> bool:
+        """Whether it has predictions to compare with (converged or not)."""
+        return self.status in ("ok", "diverged") and (self.folder / PREDICTIONS_FILE).is_file()
+
+    @property
+    def label(self) -> str:
+        """``converged``, ``not converged``, or the status when there is no fit."""
+        if self.converged is None:
+            return self.status
+        return "converged" if self.converged else "not converged"
+
+
+def read_references(results_dir: Path) -> dict[tuple[str, int], ReferenceEntry]:
+    """Every ``references/*/reference.json`` under ``results_dir``, by (dataset, split);
+    unreadable ones are logged and left out."""
+    out: dict[tuple[str, int], ReferenceEntry] = {}
+    for folder in sorted(
+        p.parent for p in (results_dir / REFERENCES_DIR).glob(f"*/{REFERENCE_FILE}")
+    ):
+        data = read_reference(folder)
+        try:
+            entry = ReferenceEntry(
+                dataset=str(data["dataset"]),
+                split=int(data["split"]),
+                status=str(data["status"]),
+                converged=data.get("converged"),
+                note=data.get("note"),
+                gate=dict(data.get("gate") or {}),
+                diagnostics=dict(data.get("diagnostics") or {}),
+                settings=dict(data.get("settings") or {}),
+                wall_s=data.get("wall_s"),
+                folder=folder,
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            logger.warning("cannot read the reference in %s: %s", folder, err)
+            continue
+        out[(entry.dataset, entry.split)] = entry
+    return out
+
+
 @dataclass
 class SuiteResults:
     """Everything a report reads, loaded once; netCDF files are opened on demand.
@@ -156,6 +227,7 @@ class SuiteResults:
         cells: One row per cell (see :func:`cells_frame`).
         metric_names: Metric columns of ``cells``, in first-seen order.
         timing_names: Timing keys; their columns are ``time_<key>``.
+        references: Reference posteriors by (dataset, split) (see :class:`ReferenceEntry`).
     """
 
     results_dir: Path
@@ -164,6 +236,7 @@ class SuiteResults:
     cells: pd.DataFrame
     metric_names: list[str]
     timing_names: list[str]
+    references: dict[tuple[str, int], ReferenceEntry] = field(default_factory=dict)
     _by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -177,19 +250,14 @@ class SuiteResults:
         suites = {r.get("suite") for r in self.records if r.get("suite")}
         return next(iter(suites)) if len(suites) == 1 else self.results_dir.name
 
-    @property
-    def reference(self) -> tuple[str, str] | None:
-        """The reference ``(method, backend)`` named in ``suite.json``, if any."""
-        ref = self.suite.get("reference")
-        if not ref:
+    def reference_predictions(
+        self, dataset: str, split: int, variables: Iterable[str] | None = None
+    ) -> dict[str, np.ndarray] | None:
+        """The stored predictions of the (dataset, split)'s reference posterior, or None."""
+        entry = self.references.get((dataset, int(split)))
+        if entry is None or not entry.usable:
             return None
-        if isinstance(ref, list | tuple) and len(ref) == 2:
-            return str(ref[0]), str(ref[1])
-        parts = str(ref).split(".")
-        if len(parts) != 2:
-            logger.warning("suite.json reference %r is not 'method.backend'; ignored", ref)
-            return None
-        return parts[0], parts[1]
+        return read_netcdf(entry.folder / PREDICTIONS_FILE, variables=variables)
 
     def record(self, cell_id: str) -> dict[str, Any]:
         """The stored record of ``cell_id``."""
@@ -286,7 +354,7 @@ def load_results(results_dir: str | Path) -> SuiteResults:
     if not records:
         logger.warning("no cell records under %s", root / "cells")
     frame, metrics, timings = cells_frame(records)
-    results = SuiteResults(root, suite, records, frame, metrics, timings)
+    results = SuiteResults(root, suite, records, frame, metrics, timings, read_references(root))
     if not frame.empty:
         # Datasets in the suite's order, so every table lists them as the sections do.
         order = {d: i for i, d in enumerate(results.datasets())}

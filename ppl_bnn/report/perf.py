@@ -19,7 +19,7 @@ from matplotlib.figure import Figure as MplFigure
 from ppl_bnn.report import fmt
 from ppl_bnn.report.build import environment_section
 from ppl_bnn.report.document import BulletList, Details, Document, Figure, Paragraph, Section, Table
-from ppl_bnn.report.figures import _plain_log_ticks, _png, backend_marker, method_color
+from ppl_bnn.report.figures import _png, backend_marker, method_color, plain_log_ticks
 from ppl_bnn.report.load import SuiteResults
 
 LABELS = ("problem", "method", "backend", "variant", "mode", "threads", "n", "width", "cache")
@@ -185,6 +185,29 @@ def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, floa
                 f"Summed cell wall times, --jobs 2 / --jobs 1 ({what})",
                 _ratio(sweeps("cell_time_s", 2), sweeps("cell_time_s", 1)),
                 "slow-down of a cell that shares the cores",
+            )
+        )
+    return out + compile_cache_ratios(frame)
+
+
+def compile_cache_ratios(frame: pd.DataFrame) -> list[tuple[str, float, str]]:
+    """Per method of the compile_cache probe: compile time in a new process with an empty JAX
+    cache over the same with the cache the first process filled (medians over repeats)."""
+    if frame.empty:
+        return []
+    warm = frame[(frame["quantity"] == "compile_s") & (frame["variant"] == "warm")]
+    out = []
+    for method in warm["method"].drop_duplicates():
+        cold_s, warm_s = (
+            _value(frame, "compile_s", method=method, backend="numpyro", variant=v)
+            for v in ("cold", "warm")
+        )
+        out.append(
+            (
+                f"NumPyro {str(method).upper()} compile time in a new process, empty JAX cache / "
+                "cache filled by the same fit in another process",
+                _ratio(cold_s, warm_s),
+                f"speed-up; {_seconds(warm_s)} with the cache (should be seconds)",
             )
         )
     return out
@@ -372,7 +395,7 @@ def cost_figure(frame: pd.DataFrame) -> Figure | None:
         ax.set_yticks(ys, labels, fontsize=8)
         ax.invert_yaxis()
         ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.xaxis)
         ax.set_title(title, fontsize=10)
         if quantity == "grad_s":
             for key, style, label in (
@@ -423,7 +446,7 @@ def scaling_figure(frame: pd.DataFrame) -> Figure | None:
                 ax.plot(s[axis], s["median"], marker=backend_marker(backend), label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.xaxis)
         ax.set_xlabel("training points n" if axis == "n" else "hidden units")
         ax.set_ylabel("seconds per gradient")
         ax.set_title(f"{fixed} = {fixed_value}", fontsize=10)
@@ -542,6 +565,23 @@ def build_perf_document(results: SuiteResults) -> Document:
                 "the cells share a JAX persistent cache filled beforehand, as ppl-bnn bench "
                 "runs them; none: every NumPyro cell compiles its programs, and XLA's compiler "
                 "works on more than one core, which a cell sharing the cores cannot.",
+                probes="throughput",
+            ),
+        ),
+        (
+            "Compilation cache",
+            "compile-cache",
+            _simple_table(
+                frame,
+                ("compile_s", "fit_s", "xla_compiles", "jax_cache_hits"),
+                ("method", "variant", "quantity"),
+                "The same NumPyro fit in two new processes sharing an empty JAX persistent "
+                "compilation cache: cold, the first, compiles every program and fills the cache; "
+                "warm, the second, loads them. A repeated fit of the same model shape in a new "
+                "process should compile in seconds. compile_s: tracing, lowering and compiling "
+                "or loading; fit_s: the whole fit; xla_compiles and jax_cache_hits: programs "
+                "compiled and loaded.",
+                probes="compile-cache-",
             ),
         ),
     ]

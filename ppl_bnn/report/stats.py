@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ppl_bnn import metrics
 from ppl_bnn.files import import_arviz
 from ppl_bnn.report.load import SuiteResults, backend_key, method_key
 
@@ -22,9 +21,6 @@ GROUP = ("dataset", "method", "backend")
 #: Statuses whose stored metrics enter the means (diverged cells keep their pre-divergence draws).
 WITH_METRICS = ("ok", "diverged")
 PROBLEM_STATUSES = ("failed", "timeout", "diverged")
-#: Test points (evenly spaced) on which W2 / KS to the reference are computed: their cost grows
-#: with draws x points x quantiles, and a few hundred cells must render in about a minute.
-MAX_REFERENCE_POINTS = 50
 #: Parameters whose ESS gives PSIS-LOO's relative efficiency (see :func:`_thin_posterior`).
 LOO_REFF_PARAMS = 64
 
@@ -87,126 +83,9 @@ def status_counts(cells: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFram
     return sort_groups(pd.DataFrame(rows)).reset_index(drop=True)
 
 
-def _geomean(values: Iterable[float]) -> tuple[float, int]:
-    arr = np.array([v for v in values if np.isfinite(v) and v > 0], dtype=float)
-    return (float(np.exp(np.log(arr).mean())) if len(arr) else math.nan), len(arr)
-
-
-def backend_pairs(
-    cells: pd.DataFrame,
-    quality: Sequence[str],
-    costs: Sequence[str],
-    a: str = "pyro",
-    b: str = "numpyro",
-) -> pd.DataFrame:
-    """The same method on two backends, paired on (dataset, split, seed).
-
-    Returns:
-        Per (dataset, method): means of each ``quality`` column on both backends
-        (``<col>:<backend>``) and, per ``costs`` column, the geometric mean over pairs of the
-        ratio ``a / b`` (``<col>:ratio``, with ``<col>:pairs`` pairs).
-    """
-    used = cells[cells["status"].isin(WITH_METRICS)]
-    keys = ["dataset", "method", "split", "seed"]
-    left = used[used["backend"] == a].set_index(keys)
-    right = used[used["backend"] == b].set_index(keys)
-    common = left.index.intersection(right.index)
-    if common.empty:
-        return pd.DataFrame()
-    left, right = left.loc[common], right.loc[common]
-    rows = []
-    for (dataset, method), idx in pd.Series(0, index=common).groupby(level=[0, 1], sort=False):
-        lx, rx = left.loc[idx.index], right.loc[idx.index]
-        row: dict[str, Any] = {"dataset": dataset, "method": method, "pairs": len(idx)}
-        for col in quality:
-            if col in used.columns:
-                row[f"{col}:{a}"] = (
-                    float(np.nanmean(lx[col])) if lx[col].notna().any() else math.nan
-                )
-                row[f"{col}:{b}"] = (
-                    float(np.nanmean(rx[col])) if rx[col].notna().any() else math.nan
-                )
-        for col in costs:
-            if col in used.columns:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratios = lx[col].to_numpy(float) / rx[col].to_numpy(float)
-                row[f"{col}:ratio"], row[f"{col}:pairs"] = _geomean(ratios)
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    out["backend"] = b
-    return sort_groups(out).drop(columns="backend").reset_index(drop=True)
-
-
-def reference_distances(results: SuiteResults) -> pd.DataFrame:
-    """Distances of every cell's predictive to the reference posterior's, on the same
-    (dataset, split, seed), from the stored predictions.
-
-    Regression: ``w2`` and ``ks`` between predictive marginals (from ``test_f``, ``test_sigma``;
-    :func:`ppl_bnn.metrics.mixture_w2` and :func:`~ppl_bnn.metrics.mixture_ks` in one pass) on at
-    most :data:`MAX_REFERENCE_POINTS` evenly spaced test points; classification: ``agreement``
-    and ``total_variation`` (from ``test_mean_probs``) on every test point.
-
-    Returns:
-        One row per compared cell (dataset, split, seed, method, backend, cell_id, the
-        distances and ``points`` used); empty without a reference.
-    """
-    ref = results.reference
-    cells = results.cells
-    if ref is None or cells.empty:
-        return pd.DataFrame()
-    is_ref = (cells["method"] == ref[0]) & (cells["backend"] == ref[1]) & (cells["status"] == "ok")
-    rows = []
-    for _, ref_row in cells[is_ref].iterrows():
-        ref_pred = results.predictions(ref_row["cell_id"])
-        if ref_pred is None:
-            continue
-        same = (
-            (cells["dataset"] == ref_row["dataset"])
-            & (cells["split"] == ref_row["split"])
-            & (cells["seed"] == ref_row["seed"])
-            & ~is_ref
-            & cells["status"].isin(WITH_METRICS)
-        )
-        for _, row in cells[same].iterrows():
-            pred = results.predictions(row["cell_id"])
-            if pred is None:
-                continue
-            if not _same_test_set(pred, ref_pred):
-                logger.warning("%s: test set differs from the reference's", row["cell_id"])
-                continue
-            out: dict[str, Any] = {
-                k: row[k] for k in ("dataset", "split", "seed", "method", "backend", "cell_id")
-            }
-            with np.errstate(all="ignore"):
-                if "test_f" in pred and "test_f" in ref_pred:
-                    keep = _spread(pred["test_f"].shape[-1], MAX_REFERENCE_POINTS)
-                    distances = metrics.reference_metrics_regression(
-                        pred["test_f"][:, keep], pred["test_sigma"],
-                        ref_pred["test_f"][:, keep], ref_pred["test_sigma"],
-                    )  # fmt: skip
-                    out["w2"], out["ks"] = distances["ref_w2"], distances["ref_ks"]
-                    out["points"] = len(keep)
-                elif "test_mean_probs" in pred and "test_mean_probs" in ref_pred:
-                    p, q = pred["test_mean_probs"], ref_pred["test_mean_probs"]
-                    out["agreement"] = metrics.agreement(p, q)
-                    out["total_variation"] = metrics.total_variation(p, q)
-                    out["points"] = p.shape[0]
-                else:
-                    continue
-            rows.append(out)
-    return pd.DataFrame(rows)
-
-
-def _spread(n: int, keep: int) -> np.ndarray:
+def spread(n: int, keep: int) -> np.ndarray:
     """At most ``keep`` evenly spaced indices of ``range(n)``."""
     return np.unique(np.linspace(0, n - 1, min(n, keep)).round().astype(int))
-
-
-def _same_test_set(pred: Any, ref: Any) -> bool:
-    if "test_y" not in pred or "test_y" not in ref:
-        return False
-    y, y_ref = np.asarray(pred["test_y"]), np.asarray(ref["test_y"])
-    return y.shape == y_ref.shape and bool(np.allclose(y, y_ref, equal_nan=True))
 
 
 def _thin_posterior(
@@ -219,7 +98,7 @@ def _thin_posterior(
     if not flat:
         return {"theta": np.zeros((*shape, 1))}
     params = np.concatenate(flat, axis=2)
-    return {"theta": params[:, :, _spread(params.shape[2], keep)]}
+    return {"theta": params[:, :, spread(params.shape[2], keep)]}
 
 
 def _quietly(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:

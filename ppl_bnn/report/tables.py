@@ -13,26 +13,38 @@ import pandas as pd
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Details, Inline, Link, Paragraph, Strong, Table
 from ppl_bnn.report.glossary import (
+    CLASSIFICATION_FIDELITY,
     CLASSIFICATION_MAIN,
     COST_METRICS,
+    REGION_MAIN,
+    REGRESSION_FIDELITY,
+    REGRESSION_FIDELITY_ALL,
     REGRESSION_MAIN,
     SAMPLER_METRICS,
     TIMES_MAIN,
-    better,
     label,
 )
 from ppl_bnn.report.load import SAMPLERS, SuiteResults, backend_key, method_key
+from ppl_bnn.report.ranking import Ranking, eligible_groups, flagged, rank
 from ppl_bnn.report.references import references_for
 from ppl_bnn.report.stats import (
-    MAX_REFERENCE_POINTS,
     PROBLEM_STATUSES,
-    backend_pairs,
     group_stats,
     sort_groups,
     status_counts,
 )
 
 BUDGET_MARK = "†"
+TIE_MARK = "≈"
+FLAG_MARK = "⚠"
+REF_NOT_CONVERGED = "‡"
+RANKING_NOTE = (
+    f"Bold: best, ahead of the runner-up by more than 2 standard errors of their paired "
+    f"differences over splits and seeds; {TIE_MARK}: tied for best (no clear winner). Ranked "
+    f"only among (method, backend) pairs whose every cell finished ok at the full budget; "
+    f"{FLAG_MARK} unusable: a predictive worse than a constant fitted to the training targets "
+    f"(on the test or the training set), never ranked."
+)
 
 
 def _present(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -40,32 +52,38 @@ def _present(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
     return [c for c in columns if c in frame.columns and np.isfinite(frame[c].astype(float)).any()]
 
 
-def _best_rows(stats: pd.DataFrame, column: str) -> set[int]:
-    """Row positions holding the best mean of ``column`` (needs two or more values)."""
-    direction = better(column)
-    means = stats[f"{column}:mean"].to_numpy(dtype=float)
-    finite = np.isfinite(means)
-    if direction is None or finite.sum() < 2:
-        return set()
-    if direction == "higher":
-        score = means
-    elif direction == "lower":
-        score = -means
-    else:
-        score = -np.abs(means - float(direction))
-    best = np.nanmax(np.where(finite, score, np.nan))
-    rows = {i for i in range(len(means)) if finite[i] and np.isclose(score[i], best)}
-    return set() if len(rows) == finite.sum() else rows
+def _marks(cells: pd.DataFrame, columns: Sequence[str]) -> dict[str, Ranking]:
+    """The ranking of each column among the dataset's eligible groups (see :mod:`.ranking`)."""
+    eligible = eligible_groups(cells)
+    out = {}
+    for column in columns:
+        verdict = rank(cells, column, eligible)
+        if verdict is not None:
+            out[column] = verdict
+    return out
 
 
-def _stat_cell(row: pd.Series, column: str, cells: int, bold: bool) -> Inline:
+def _mark(verdict: Ranking | None, group: tuple[str, str], eligible_count: int) -> str:
+    """``"best"``, ``"tie"`` (tied for best, unless every ranked group is) or ``""``."""
+    if verdict is None:
+        return ""
+    if verdict.best == group:
+        return "best"
+    if group in verdict.tied and len(verdict.tied) < eligible_count:
+        return "tie"
+    return ""
+
+
+def _stat_cell(row: pd.Series, column: str, cells: int, mark: str) -> Inline:
     n = int(row.get(f"{column}:n", 0) or 0)
     if n == 0:
         return ""
     text = fmt.mean_se(row[f"{column}:mean"], row[f"{column}:se"])
     if n < cells:
         text += f" (n={n})"
-    return Strong(text) if bold else text
+    if mark == "tie":
+        return f"{text} {TIE_MARK}"
+    return Strong(text) if mark == "best" else text
 
 
 def _noted_groups(results: SuiteResults, dataset: str | None = None) -> dict[tuple, list[str]]:
@@ -92,7 +110,8 @@ def metric_table(
     """Mean ± standard error over splits and seeds of ``columns`` per (method, backend).
 
     Every (method, backend) of the dataset gets a row, including ones whose cells all failed;
-    ``cells`` counts the statuses and ``n`` the cells whose metrics enter the means.
+    ``cells`` counts the statuses (and flagged cells) and ``n`` the cells whose metrics enter the
+    means. Values are marked best or tied for best by :func:`~ppl_bnn.report.ranking.rank`.
     """
     cells = results.cells[results.cells["dataset"] == dataset]
     if methods is not None:
@@ -105,34 +124,88 @@ def metric_table(
     merged = counts.merge(stats, on=["dataset", "method", "backend"], how="left")
     merged = sort_groups(merged).reset_index(drop=True)
     notes = _noted_groups(results, dataset)
-    best = {c: _best_rows(merged, c) for c in cols}
+    marks = _marks(cells, cols)
+    eligible = len(eligible_groups(cells))
+    flags = flagged(cells).groupby([cells["method"], cells["backend"]]).sum()
     rows, classes = [], []
-    for i, row in merged.iterrows():
+    for _, row in merged.iterrows():
+        group = (row["method"], row["backend"])
         used = 0 if pd.isna(row.get("cells")) else int(row["cells"])
-        backend = row["backend"] + (
-            f" {BUDGET_MARK}" if (row["method"], row["backend"]) in notes else ""
-        )
-        cells_row: list[Inline] = [row["method"], backend, row["status_text"], str(used)]
-        cells_row += [_stat_cell(row, c, used, i in best[c]) if used else "" for c in cols]
+        backend = row["backend"] + (f" {BUDGET_MARK}" if group in notes else "")
+        status = row["status_text"]
+        if flags.get(group, 0):
+            status += f", {int(flags[group])} {FLAG_MARK} unusable"
+        cells_row: list[Inline] = [row["method"], backend, status, str(used)]
+        cells_row += [
+            _stat_cell(row, c, used, _mark(marks.get(c), group, eligible)) if used else ""
+            for c in cols
+        ]
         rows.append(tuple(cells_row))
-        problem = any(row.get(s, 0) for s in PROBLEM_STATUSES)
+        problem = any(row.get(s, 0) for s in PROBLEM_STATUSES) or flags.get(group, 0)
         classes.append("problem" if problem else "")
     header = ("method", "backend", "cells", "n", *(label(c) for c in cols))
     numeric = (False, False, False, True, *(True for _ in cols))
-    return Table(header, tuple(rows), caption, tuple(classes), numeric)
+    return Table(header, tuple(rows), caption + " " + RANKING_NOTE, tuple(classes), numeric)
 
 
 def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
-    """The main per-dataset table: quality metrics and fit times."""
+    """The main per-dataset table: fidelity to the reference, quality metrics and fit times."""
     task = task_of(results, dataset)
-    main = CLASSIFICATION_MAIN if task == "classification" else REGRESSION_MAIN
+    regression = task != "classification"
+    main = REGRESSION_MAIN if regression else CLASSIFICATION_MAIN
+    fidelity = REGRESSION_FIDELITY if regression else CLASSIFICATION_FIDELITY
     caption = (
         "Mean ± standard error over splits and seeds (standard error blank when n = 1); "
-        "best value per column in bold; cells: statuses of the (method, backend)'s cells; "
-        "n: cells whose metrics are averaged (ok and diverged; diverged cells keep their draws "
-        "before divergence)."
+        "cells: statuses of the (method, backend)'s cells; n: cells whose metrics are averaged "
+        "(ok and diverged; diverged cells keep their draws before divergence)."
+        + reference_caption(results, dataset)
     )
-    return metric_table(results, dataset, [*main, *TIMES_MAIN], caption)
+    return metric_table(results, dataset, [*fidelity, *main, *TIMES_MAIN], caption)
+
+
+def region_table(results: SuiteResults, dataset: str) -> Table | None:
+    """Quality on each part of a test set that reaches beyond the training inputs."""
+    names = _region_names(results, dataset)
+    if not names:
+        return None
+    columns = [f"{m}_{part}" for part in ("in", "out") for m in REGION_MAIN]
+    caption = (
+        f"The test set in two parts: {names['in']} (_in) and {names['out']} (_out). A fit that "
+        "ignores the inputs can look good on the whole set when most of it lies where no "
+        "training input does; here each part is scored apart."
+    )
+    return metric_table(results, dataset, columns, caption)
+
+
+def _region_names(results: SuiteResults, dataset: str) -> dict[str, str]:
+    for cell_id in results.cells.loc[results.cells["dataset"] == dataset, "cell_id"]:
+        regions = results.record(cell_id).get("regions")
+        if regions:
+            return dict(regions)
+    return {}
+
+
+def reference_caption(results: SuiteResults, dataset: str) -> str:
+    """What the fidelity columns of ``dataset`` compare with, or why there are none."""
+    entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
+    if not entries:
+        return " No reference posterior: the suite computes none."
+    usable = [e for e in entries if e.usable]
+    if not usable:
+        notes = sorted({e.note or e.status for e in entries})
+        return f" No reference posterior ({'; '.join(notes)}): no fidelity is shown."
+    bad = [e for e in usable if not e.converged]
+    text = (
+        " Fidelity: distance of each predictive to the reference posterior of its split "
+        "(long NumPyro NUTS run; Izmailov et al. 2021 definitions)"
+    )
+    if bad:
+        splits = ", ".join(str(e.split) for e in bad)
+        text += (
+            f"; {REF_NOT_CONVERGED} the reference of split(s) {splits} is NOT CONVERGED (it "
+            "failed its R-hat / ESS gate), so its distances are indicative only"
+        )
+    return text + "."
 
 
 def cost_table(results: SuiteResults, dataset: str) -> Table | None:
@@ -346,76 +419,53 @@ def _hidden(results: SuiteResults, cell_id: str) -> str:
     return " \u00d7 ".join(str(h) for h in hidden) if isinstance(hidden, list) else str(hidden)
 
 
-def backends_table(results: SuiteResults) -> Table | None:
-    """The same method on Pyro and NumPyro: quality side by side and cost ratios."""
-    cells = results.cells
-    if cells.empty:
+def reference_info_table(results: SuiteResults, dataset: str) -> Table | None:
+    """Each split's reference posterior: status, gate, diagnostics, settings and cost."""
+    entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
+    if not entries:
         return None
-    quality = ["test_ll", "nll", "rmse", "accuracy"]
-    costs = ["s_per_grad", "s_per_step", "time_total", "ess_per_s"]
-    pairs = backend_pairs(cells, quality, costs)
-    if pairs.empty:
-        return None
-    q_cols = [c for c in quality if f"{c}:pyro" in pairs and pairs[f"{c}:pyro"].notna().any()]
-    c_cols = [c for c in costs if f"{c}:ratio" in pairs and pairs[f"{c}:ratio"].notna().any()]
-    rows = []
-    for _, row in pairs.iterrows():
-        cells_row: list[Inline] = [row["dataset"], row["method"], str(row["pairs"])]
-        for col in q_cols:
-            cells_row += [fmt.number(row[f"{col}:pyro"]), fmt.number(row[f"{col}:numpyro"])]
-        cells_row += [fmt.ratio(row[f"{col}:ratio"]) for col in c_cols]
-        rows.append(tuple(cells_row))
-    header = ["dataset", "method", "pairs"]
-    for col in q_cols:
-        header += [f"{label(col)} pyro", f"{label(col)} numpyro"]
-    header += [f"{label(col)} pyro/numpyro" for col in c_cols]
-    caption = (
-        "The same method on both backends, paired on (dataset, split, seed): mean quality per "
-        "backend, and cost ratios pyro/numpyro (geometric mean over pairs; > 1 means Pyro is "
-        "slower, except ESS/s where > 1 means Pyro is more efficient)."
-    )
-    numeric = (False, False, True, *(True for _ in header[3:]))
-    return Table(tuple(header), tuple(rows), caption, (), numeric)
-
-
-def reference_table(
-    distances: pd.DataFrame, reference: tuple[str, str], dataset: str
-) -> Table | None:
-    """Mean ± SE over (split, seed) of one dataset's distances to the reference posterior."""
-    sub = distances[distances["dataset"] == dataset] if not distances.empty else distances
-    cols = _present(sub, ["w2", "ks", "agreement", "total_variation"])
-    if sub.empty or not cols:
-        return None
-    stats = group_stats(sub.assign(status="ok"), cols)
-    best = {c: _best_rows(stats, c) for c in cols}
-    rows = []
-    for i, row in stats.iterrows():
-        n = int(row["cells"])
-        cells = (_stat_cell(row, c, n, i in best[c]) for c in cols)
-        rows.append((row["method"], row["backend"], str(n), *cells))
-    if "w2" in cols:
-        what = (
-            f"W2 and KS distances between the predictive marginals, mean over {_points_text(sub)}"
+    rows, classes = [], []
+    for e in entries:
+        diag, gate, settings = e.diagnostics, e.gate, e.settings
+        draws = (
+            f"{settings.get('num_chains', '?')} \u00d7 ({settings.get('num_warmup', '?')} + "
+            f"{settings.get('num_samples', '?')}), depth ≤ {settings.get('max_tree_depth', '?')}"
+            if settings
+            else ""
         )
-    else:
-        what = "agreement of the most probable class and total variation, mean over test points"
+        rows.append(
+            (
+                str(e.split),
+                Strong(e.label) if e.converged else e.label,
+                fmt.number(diag.get("rhat_max")) + (f" (≤ {gate['rhat_max']:g})" if gate else ""),
+                fmt.number(diag.get("ess_bulk_min"))
+                + (f" (≥ {gate['ess_bulk_min']:g})" if gate else ""),
+                fmt.number(diag.get("divergences")),
+                fmt.number(diag.get("max_tree_depth_share")),
+                draws,
+                fmt.number(e.wall_s),
+                e.note or "",
+            )
+        )
+        classes.append("" if e.converged else "problem")
     caption = (
-        f"Against the reference posterior ({'.'.join(reference)}) on the same split and seed, "
-        f"from the stored predictive draws (Izmailov et al. 2021): {what}. Mean ± SE over "
-        "splits and seeds; best in bold."
+        "The reference posterior of each split: NumPyro NUTS, gated by the largest R-hat and the "
+        "smallest bulk ESS of its predictions at the test inputs (weight-space R-hat never "
+        "converges for BNNs: their symmetries make chains settle in equivalent modes)."
     )
-    header = ("method", "backend", "n", *(label(c) for c in cols))
-    return Table(header, tuple(rows), caption, (), (False, False, True, *(True,) * len(cols)))
+    header = (
+        "split", "gate", "R̂ max", "ESS bulk min", "divergences", "max-depth share",
+        "chains \u00d7 (warm-up + draws)", "seconds", "note",
+    )  # fmt: skip
+    numeric = (True, False, True, True, True, True, False, True, False)
+    return Table(header, tuple(rows), caption, tuple(classes), numeric)
 
 
-def _points_text(distances: pd.DataFrame) -> str:
-    regression = distances[distances["w2"].notna()] if "w2" in distances else distances.iloc[:0]
-    if regression.empty:
-        return "test points"
-    most = int(regression["points"].max())
-    return (
-        f"up to {most} evenly spaced test points" if most >= MAX_REFERENCE_POINTS else "test points"
-    )
+def fidelity_table(results: SuiteResults, dataset: str) -> Table | None:
+    """Every fidelity column of ``dataset`` (including per region), ranked."""
+    columns = [*REGRESSION_FIDELITY_ALL, *CLASSIFICATION_FIDELITY]
+    caption = "Against the reference posterior of each split." + reference_caption(results, dataset)
+    return metric_table(results, dataset, columns, caption)
 
 
 def loo_table(compare: pd.DataFrame, dataset: str) -> tuple[Table | None, Details | None]:

@@ -1,10 +1,13 @@
 """Write a tiny, schema-valid suite results folder from real fits (no runner needed).
 
 Cells: a 1-D regression set ``sine`` (svi on Pyro, map on both backends, a 3-member ensemble and
-NUTS with two chains on NumPyro, NUTS being the reference; a failed Pyro NUTS cell with a budget
-note, a diverged SGLD cell without files, and a second split of svi.pyro with known metrics) and a
-3-class set ``blobs`` (svi on Pyro, splits 0 and 1). Metrics are computed here by hand, so the
-report is tested against numbers it did not produce.
+NUTS with two chains on NumPyro; a failed Pyro NUTS cell with a budget note, a diverged SGLD cell
+without files, and a second split of svi.pyro with known metrics) and a 3-class set ``blobs``
+(svi on Pyro, splits 0 and 1). The map cell on Pyro is flagged as unusable. Sine's test set is
+split into two regions (``|x| <= 0.5`` "near zero", the rest "far"). References: sine split 0 has
+a short NUTS reference (seed 1) that failed its gate, blobs split 0 an SVI stand-in marked
+converged, and blobs split 1 is infeasible. Metrics are computed here by hand, so the report is
+tested against numbers it did not produce.
 """
 
 from __future__ import annotations
@@ -64,6 +67,11 @@ def _regression_eval(
         "epistemic_std": float(pred.epistemic_std.mean()),
         "total_std": float(pred.std.mean()),
     }
+    inside = np.abs(x_test[:, 0]) <= 0.5
+    for suffix, mask in (("in", inside), ("out", ~inside)):
+        metrics[f"test_ll_{suffix}"] = float(ll[mask].mean())
+        metrics[f"rmse_{suffix}"] = float(np.sqrt(np.mean((pred.mean[mask] - y_test[mask]) ** 2)))
+        metrics[f"epistemic_std_{suffix}"] = float(pred.epistemic_std[mask].mean())
     curves = {"coverage": {"nominal": NOMINAL.tolist(), "empirical": empirical}}
     grid = np.linspace(-1.5, 1.5, 60)[:, None]
     gpred = result.predict(grid)
@@ -75,6 +83,7 @@ def _regression_eval(
         "test_epistemic_std": (("test",), pred.epistemic_std),
         "test_f": (("draw", "test"), f[thin].astype(np.float32)),
         "test_sigma": (("draw",), sigma[thin]),
+        "test_inside": (("test",), inside.astype(np.int8)),
         "grid_x": (("grid",), grid[:, 0]),
         "grid_mean": (("grid",), gpred.mean),
         "grid_std": (("grid",), gpred.std),
@@ -193,6 +202,34 @@ def _record(cell: Cell, **fields: Any) -> dict[str, Any]:
     }
 
 
+REGIONS = {"in": "near zero", "out": "far"}
+FLAG = "test log-likelihood -9 is below the constant predictor's -1.5"
+
+
+def write_reference(root: Path, dataset: str, split: int, data: dict | None, **fields: Any) -> Path:
+    """A reference posterior's ``reference.json`` (and predictions, when ``data`` is given)."""
+    folder = root / "references" / f"{dataset}-split{split}"
+    folder.mkdir(parents=True)
+    if data is not None:
+        xr.Dataset(data).to_netcdf(folder / PREDICTIONS_FILE, engine="h5netcdf")
+    entry = {
+        "format": 1,
+        "key": "0" * 64,
+        "dataset": dataset,
+        "split": split,
+        "status": "ok",
+        "note": None,
+        "converged": True,
+        "gate": {"rhat_max": 1.01, "ess_bulk_min": 400},
+        "diagnostics": {},
+        "settings": {"num_chains": 2, "num_warmup": 50, "num_samples": 50, "max_tree_depth": 10},
+        "wall_s": 12.5,
+        **fields,
+    }
+    (folder / "reference.json").write_text(json.dumps(entry))
+    return folder
+
+
 def write_cell(root: Path, cell: Cell, result: FitResult, metrics, curves, data) -> Path:
     """Write a fitted cell: InferenceData, predictions and the record (last)."""
     cell_dir = root / "cells" / cell.cell_id
@@ -204,9 +241,11 @@ def write_cell(root: Path, cell: Cell, result: FitResult, metrics, curves, data)
     xr.Dataset(data).to_netcdf(cell_dir / PREDICTIONS_FILE, engine="h5netcdf")
     timings = {**result.timings, "predict": 0.01, "metrics": 0.01, "cell_wall": 20.0}
     files = {"inference_data": IDATA_FILE, "predictions": PREDICTIONS_FILE}
+    extra = {"regions": REGIONS} if "test_inside" in data else {}
     record = _record(
-        cell, metrics=metrics, curves=curves, timings=timings, info=result.info, files=files
-    )
+        cell, metrics=metrics, curves=curves, timings=timings, info=result.info, files=files,
+        **extra,
+    )  # fmt: skip
     write_record(cell_dir, record)
     return cell_dir
 
@@ -223,11 +262,11 @@ def copy_cell(root: Path, src: Cell, dst: Cell, change: Callable[[dict], None]) 
     return dst_dir
 
 
-def write_suite(root: Path, cells: list[Cell], reference: str | None) -> None:
+def write_suite(root: Path, cells: list[Cell]) -> None:
     suite = {
         "name": SUITE,
         "description": "Tiny suite written by the report tests.",
-        "reference": reference,
+        "reference": {"num_chains": 2, "num_warmup": 50, "num_samples": 50},
         "environment": {
             "git_commit": "0123456789abcdef",
             "date": "2025-01-01T00:00:00+00:00",
@@ -271,6 +310,21 @@ def build(root: Path) -> dict[str, Cell]:
             metrics.update(_sampler_metrics(result, np.asarray(data["test_f"][1])))
         write_cell(root, c, result, metrics, curves, data)
         cells[name] = c
+
+    reference = fit(model, "nuts", backend="numpyro", seed=1, **runs["nuts_np"][2])
+    _, _, ref_data = _regression_eval(reference, xt, yt, x, y)
+    write_reference(
+        root,
+        "sine",
+        0,
+        ref_data,
+        converged=False,
+        diagnostics={"rhat_max": 1.08, "ess_bulk_min": 31},
+    )
+    flagged = root / "cells" / cells["map_pyro"].cell_id / "record.json"
+    record = json.loads(flagged.read_text())
+    record.pop("schema_version")
+    write_record(flagged.parent, {**record, "flags": [FLAG]})
 
     cells["svi_pyro_1"] = cell("sine", "svi", "pyro", split=1, options=runs["svi_pyro"][2])
 
@@ -325,6 +379,14 @@ def build(root: Path) -> dict[str, Cell]:
     result = fit(cmodel, "svi", backend="pyro", seed=0, num_steps=300, num_draws=50)
     write_cell(root, c, result, *_classification_eval(result, xct, yct, x_ood))
     cells["blobs_svi"] = c
+    stand_in = fit(cmodel, "svi", backend="pyro", seed=1, num_steps=300, num_draws=50)
+    _, _, ref_data = _classification_eval(stand_in, xct, yct, x_ood)
+    write_reference(
+        root, "blobs", 0, ref_data, diagnostics={"rhat_max": 1.003, "ess_bulk_min": 650}
+    )
+    write_reference(
+        root, "blobs", 1, None, status="infeasible", converged=None, note="too many weights"
+    )
     cells["blobs_svi_1"] = Cell(
         SUITE, "blobs", 1, "svi", "pyro", 0, model={"hidden": [5]}, options=c.options
     )
@@ -333,13 +395,16 @@ def build(root: Path) -> dict[str, Cell]:
         record["metrics"]["accuracy"] = 0.5
 
     copy_cell(root, c, cells["blobs_svi_1"], blobs_split)
-    write_suite(root, list(cells.values()), reference="nuts.numpyro")
+    write_suite(root, list(cells.values()))
     return cells
 
 
-def subset(src: Path, dst: Path, keep: Callable[[dict], bool], reference: str | None) -> Path:
-    """Copy the cells of ``src`` whose record satisfies ``keep`` into a new results folder."""
+def subset(src: Path, dst: Path, keep: Callable[[dict], bool], references: bool = False) -> Path:
+    """Copy the cells of ``src`` whose record satisfies ``keep`` into a new results folder (with
+    the references, if asked)."""
     dst.mkdir(parents=True)
+    if references:
+        shutil.copytree(src / "references", dst / "references")
     kept = []
     for cell_dir in sorted((src / "cells").iterdir()):
         record = json.loads((cell_dir / "record.json").read_text())
@@ -347,7 +412,6 @@ def subset(src: Path, dst: Path, keep: Callable[[dict], bool], reference: str | 
             shutil.copytree(cell_dir, dst / "cells" / cell_dir.name)
             kept.append(record)
     suite = json.loads((src / "suite.json").read_text())
-    suite["reference"] = reference
     kept_ids = {r["cell_id"] for r in kept}
     suite["cells"] = [c for c in suite["cells"] if Cell(**c).cell_id in kept_ids]
     (dst / "suite.json").write_text(json.dumps(suite))

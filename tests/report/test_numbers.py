@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import h5py
@@ -14,7 +13,7 @@ import pytest
 
 from ppl_bnn import metrics
 from ppl_bnn.bench.record import read_records
-from ppl_bnn.report import fmt, load_results, stats
+from ppl_bnn.report import fidelity, fmt, load_results, stats
 from tests.report.helpers import row, section, tables
 
 
@@ -88,44 +87,67 @@ def test_single_value_has_no_standard_error(html: str, results_dir: Path) -> Non
     assert "±" not in shown["RMSE"]
 
 
-def _stored(results_dir: Path, cell_id: str) -> tuple[np.ndarray, np.ndarray]:
-    with h5py.File(results_dir / "cells" / cell_id / "predictions.nc", "r") as handle:
-        return handle["test_f"][...], handle["test_sigma"][...]
+def _stored(folder: Path, *names: str) -> tuple[np.ndarray, ...]:
+    with h5py.File(folder / "predictions.nc", "r") as handle:
+        return tuple(handle[n][...] for n in names)
 
 
-def test_reference_distances_come_from_the_stored_draws(results_dir: Path, html: str) -> None:
-    f_ref, s_ref = _stored(results_dir, "sine-split0-nuts-numpyro-seed0")
-    results = load_results(results_dir)
-    distances = stats.reference_distances(results).set_index("cell_id")
-    assert "sine-split0-nuts-numpyro-seed0" not in distances.index  # the reference itself
-    assert "sine-split0-sgld-numpyro-seed0" not in distances.index  # no stored predictions
-    table = tables(section(html, "reference-sine"))[0]
+def test_fidelity_comes_from_the_stored_draws_of_cell_and_reference(
+    results_dir: Path, html: str
+) -> None:
+    reference = results_dir / "references" / "sine-split0"
+    f_ref, s_ref, std_ref = _stored(reference, "test_f", "test_sigma", "test_std")
+    frame = fidelity.fidelity_frame(load_results(results_dir)).set_index("cell_id")
+    assert "sine-split0-sgld-numpyro-seed0" not in frame.index  # no stored predictions
+    assert "sine-split1-svi-pyro-seed0" not in frame.index  # no reference on split 1
+    table = tables(section(html, "reference-sine"))[1]
     for cell_id, method, backend in (
         ("sine-split0-map-numpyro-seed0", "map", "numpyro"),
         ("sine-split0-svi-pyro-seed0", "svi", "pyro"),
     ):
-        f, s = _stored(results_dir, cell_id)
-        assert f.shape[1] <= stats.MAX_REFERENCE_POINTS  # all 40 test points are used
+        cell = results_dir / "cells" / cell_id
+        f, s, std, inside = _stored(cell, "test_f", "test_sigma", "test_std", "test_inside")
+        assert f.shape[1] <= fidelity.MAX_POINTS  # all 40 test points are used
         w2 = metrics.mixture_w2(f, s, f_ref, s_ref)
         ks = metrics.mixture_ks(f, s, f_ref, s_ref)
-        assert distances.loc[cell_id, "w2"] == pytest.approx(w2, rel=1e-12)
-        assert distances.loc[cell_id, "ks"] == pytest.approx(ks, rel=1e-12)
-        assert w2 > 0
-        assert row(table, method, backend)["W2"] == fmt.number(w2)
-    # split 1 of svi.pyro has no reference cell on its split: it is not compared.
-    assert "sine-split1-svi-pyro-seed0" not in distances.index
-    assert not (distances["dataset"] == "blobs").any()
+        ratio = np.exp(np.mean(np.log(std / std_ref)))
+        far = inside == 0
+        ratio_out = np.exp(np.mean(np.log(std[far] / std_ref[far])))
+        got = frame.loc[cell_id]
+        assert got["ref_w2"] == pytest.approx(w2, rel=1e-12) and w2 > 0
+        assert got["ref_ks"] == pytest.approx(ks, rel=1e-12)
+        assert got["ref_std_ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert got["ref_std_ratio_out"] == pytest.approx(ratio_out, rel=1e-12)
+        assert not got["ref_converged"]
+        # svi on pyro has two splits, only one with a reference: "(n=1)" follows its value
+        assert row(table, method, backend)["W2 to ref."].split(" (")[0] == fmt.number(w2)
 
 
-def test_backend_ratios_are_paired_on_split_and_seed(results_dir: Path, html: str) -> None:
-    def total(cell_id: str) -> float:
-        record = json.loads((results_dir / "cells" / cell_id / "record.json").read_text())
-        return record["timings"]["total"]
+def test_classification_fidelity_is_agreement_and_total_variation(results_dir: Path) -> None:
+    (p,) = _stored(results_dir / "cells" / "blobs-split0-svi-pyro-seed0", "test_mean_probs")
+    (q,) = _stored(results_dir / "references" / "blobs-split0", "test_mean_probs")
+    got = fidelity.fidelity_frame(load_results(results_dir)).set_index("cell_id")
+    got = got.loc["blobs-split0-svi-pyro-seed0"]
+    assert got["ref_agreement"] == pytest.approx(np.mean(p.argmax(1) == q.argmax(1)))
+    assert got["ref_tv"] == pytest.approx(np.mean(0.5 * np.abs(p - q).sum(axis=1)))
+    assert got["ref_converged"]
 
-    ratio = total("sine-split0-map-pyro-seed0") / total("sine-split0-map-numpyro-seed0")
-    shown = row(tables(section(html, "backends"))[0], "sine", "map")
-    assert shown["pairs"] == "1"
-    assert shown["fit s pyro/numpyro"] == fmt.ratio(ratio)
+
+def test_backends_compare_identical_settings_only(results_dir: Path, html: str) -> None:
+    backends = section(html, "backends")
+    compared = tables(backends)[0]
+    # map ran the same options on both backends: compared, one pair, so "too few pairs".
+    shown = row(compared, "sine", "map", "test LL")
+    assert shown["pairs"] == "1" and shown["verdict"] == "too few pairs"
+    ll = {
+        b: json.loads(
+            (results_dir / "cells" / f"sine-split0-map-{b}-seed0" / "record.json").read_text()
+        )["metrics"]["test_ll"]
+        for b in ("pyro", "numpyro")
+    }
+    assert shown["pyro - numpyro"] == fmt.mean_se(ll["pyro"] - ll["numpyro"], None)
+    # nuts ran a reduced budget on Pyro (and failed there): not a backend comparison.
+    assert all(r[1] != "nuts" for r in compared[1:])
 
 
 def test_psis_loo_compares_methods_with_several_draws(results_dir: Path, html: str) -> None:
@@ -147,34 +169,3 @@ def test_number_formatting() -> None:
     assert fmt.mean_se(-2.5, float("nan")) == "-2.50"
     assert fmt.mean_se(1e-5, 3e-7) == "1.00e-05 ± 3.0e-07"
     assert fmt.ratio(12.345) == "12.3\u00d7"
-
-
-def test_classification_reference_agreement_and_total_variation(
-    results_dir: Path, tmp_path: Path
-) -> None:
-    root = tmp_path / "results"
-    shutil.copytree(results_dir, root)
-    src = root / "cells" / "blobs-split0-svi-pyro-seed0"
-    dst = root / "cells" / "blobs-split0-map-pyro-seed0"
-    shutil.copytree(src, dst)
-    record = json.loads((dst / "record.json").read_text())
-    record["cell_id"] = dst.name
-    record["config"]["method"] = "map"
-    (dst / "record.json").write_text(json.dumps(record))
-    suite = json.loads((root / "suite.json").read_text())
-    suite["reference"] = "svi.pyro"
-    (root / "suite.json").write_text(json.dumps(suite))
-
-    distances = stats.reference_distances(load_results(root)).set_index("cell_id")
-    same = distances.loc["blobs-split0-map-pyro-seed0"]
-    assert same["agreement"] == 1.0 and same["total_variation"] == 0.0
-    with h5py.File(src / "predictions.nc", "r") as handle:
-        assert same["points"] == handle["test_mean_probs"].shape[0]
-    # On sine the reference (svi.pyro) is compared with every other cell of its split.
-    sine = distances[distances["dataset"] == "sine"]
-    assert sorted(zip(sine["method"], sine["backend"], strict=True)) == [
-        ("ensemble", "numpyro"),
-        ("map", "numpyro"),
-        ("map", "pyro"),
-        ("nuts", "numpyro"),
-    ]

@@ -58,7 +58,12 @@ def test_html_is_self_contained(html: str) -> None:
 
 
 def test_sections_of_a_full_suite(html: str) -> None:
+    sections = re.findall(r'<section id="([^"]+)">\s*<h2', html)
+    assert sections[0] == "summary"
     for anchor in (
+        "summary",
+        "summary-sine",
+        "summary-blobs",
         "overview",
         "how-to-read",
         "dataset-sine",
@@ -95,6 +100,7 @@ def test_failed_and_diverged_cells_are_listed(html: str) -> None:
     main = tables(section(html, "dataset-sine"))[0]
     assert row(main, "nuts", "pyro †")["cells"] == "1 failed"
     assert row(main, "sgld", "numpyro")["cells"] == "1 diverged"
+    assert row(main, "map", "pyro")["cells"] == "1 ok, 1 ⚠ unusable"
 
 
 def test_budget_notes_say_what_was_reduced_and_why(html: str) -> None:
@@ -111,12 +117,12 @@ def test_markdown_carries_the_same_tables(report_dir: Path) -> None:
     markdown = (report_dir / "report.md").read_text(encoding="utf-8")
     assert "## sine (regression)" in markdown and "## blobs (classification)" in markdown
     assert FAILED_MESSAGE in markdown
-    assert "| method | backend | cells | n | test LL |" in markdown
+    assert "| method | backend | cells | n | W2 to ref. | KS to ref. |" in markdown
     assert "<details><summary>" in markdown
 
 
-def _render_subset(results_dir: Path, tmp_path: Path, keep, reference=None) -> str:
-    root = subset(results_dir, tmp_path / "results", keep, reference)
+def _render_subset(results_dir: Path, tmp_path: Path, keep, references: bool = False) -> str:
+    root = subset(results_dir, tmp_path / "results", keep, references)
     return render_report(root).read_text(encoding="utf-8")
 
 
@@ -133,14 +139,29 @@ def test_classification_only_suite_leaves_out_regression_and_mcmc(
     assert "Parts that could not be built" not in html
 
 
-def test_reference_named_but_missing_is_said_plainly(results_dir: Path, tmp_path: Path) -> None:
-    html = _render_subset(
-        results_dir, tmp_path, lambda r: r["config"]["method"] == "map", reference="nuts.numpyro"
-    )
-    reference = section(html, "reference")
-    assert "no cell has a successful reference fit" in reference
+def test_without_references_no_fidelity_is_shown_and_that_is_said(
+    results_dir: Path, tmp_path: Path
+) -> None:
+    html = _render_subset(results_dir, tmp_path, lambda r: r["config"]["method"] == "map")
+    assert '<section id="reference">' not in html
+    assert "No reference posterior: the suite computes none" in section(html, "summary-sine")
+    assert "W2 to ref." not in html
     assert '<section id="mcmc">' not in html
     assert '<section id="backends">' in html
+
+
+def test_references_are_labelled_with_their_gate(html: str) -> None:
+    sine = section(html, "reference-sine")
+    info = row(tables(sine)[0], "0")
+    assert info["gate"] == "not converged"
+    assert info["R̂ max"] == "1.08 (≤ 1.01)" and info["ESS bulk min"] == "31 (≥ 400)"
+    assert "NOT CONVERGED" in sine
+    assert "not converged" in section(html, "summary-sine")
+    assert "NOT CONVERGED" in section(html, "dataset-sine")
+    blobs = section(html, "reference-blobs")
+    gates = {r[0]: r[1] for r in tables(blobs)[0][1:]}
+    assert gates == {"0": "converged", "1": "infeasible"}
+    assert "too many weights" in blobs
 
 
 def test_uci_dataset_gets_published_figures(results_dir: Path, tmp_path: Path) -> None:
@@ -184,7 +205,7 @@ def test_unreadable_files_do_not_sink_the_report(results_dir: Path, tmp_path: Pa
         lambda r: r["cell_id"].startswith(
             ("sine-split0-svi", "sine-split0-map", "sine-split0-nuts")
         ),
-        reference="nuts.numpyro",
+        references=True,
     )
     (root / "cells" / "sine-split0-svi-pyro-seed0" / "predictions.nc").write_bytes(b"not hdf5")
     (root / "cells" / "sine-split0-map-numpyro-seed0" / "inference_data.nc").unlink()
@@ -193,8 +214,9 @@ def test_unreadable_files_do_not_sink_the_report(results_dir: Path, tmp_path: Pa
     # The cell still has its stored metrics; only what needs its files is missing.
     sine = tables(section(html, "dataset-sine"))[0]
     assert row(sine, "svi", "pyro")["n"] == "1"
-    reference = tables(section(html, "reference-sine"))[0]
-    assert [r[:2] for r in reference[1:]] == [["map", "numpyro"], ["map", "pyro"]]
+    fidelity = tables(section(html, "reference-sine"))[1]
+    assert row(fidelity, "svi", "pyro")["W2 to ref."] == ""  # its predictions are unreadable
+    assert row(fidelity, "map", "numpyro")["W2 to ref."] != ""
 
 
 def test_datasets_whose_names_slug_alike_keep_distinct_anchors_and_figures(

@@ -1,0 +1,160 @@
+"""Pyro against NumPyro, compared fairly: the same settings, paired replicates, the noise shown.
+
+A method is compared across backends on a dataset only where both ran it with identical
+settings (the suite's options for the cell, and neither with a reduced budget): the quality
+difference Pyro - NumPyro is the mean of paired differences over (split, seed) with its standard
+error, shown beside the seed-to-seed spread (standard deviation) of the metric within NumPyro.
+A difference within 2 standard errors is reported as agreement, never as a win. Pairs whose
+settings differ are listed with what differs, and not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppl_bnn.report import fmt
+from ppl_bnn.report.document import Inline, Table
+from ppl_bnn.report.glossary import label
+from ppl_bnn.report.load import SuiteResults, method_key
+from ppl_bnn.report.ranking import REPLICATE, Z, reduced
+from ppl_bnn.report.stats import WITH_METRICS
+
+A, B = "pyro", "numpyro"
+QUALITY = ("test_ll", "rmse", "accuracy", "nll", "ref_w2", "ref_tv")
+COSTS = ("time_total", "s_per_grad", "s_per_step")
+
+
+def _settings(results: SuiteResults, cell_id: str) -> str:
+    """The suite options of a cell as canonical JSON (what must match across backends)."""
+    options = (results.record(cell_id).get("config") or {}).get("options") or {}
+    return json.dumps(options, sort_keys=True)
+
+
+def _differences(a: pd.DataFrame, b: pd.DataFrame, column: str) -> tuple[float, float, int, float]:
+    """Mean paired difference a - b of ``column``, its standard error, the pairs, and the
+    standard deviation of ``column`` over b's replicates."""
+    left = a.set_index(list(REPLICATE))[column].astype(float)
+    right = b.set_index(list(REPLICATE))[column].astype(float)
+    common = left.index.intersection(right.index)
+    d = (left.loc[common] - right.loc[common]).to_numpy()
+    d = d[np.isfinite(d)]
+    spread = right.to_numpy()
+    spread = spread[np.isfinite(spread)]
+    sd = float(spread.std(ddof=1)) if len(spread) > 1 else math.nan
+    if len(d) == 0:
+        return math.nan, math.nan, 0, sd
+    se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else math.nan
+    return float(d.mean()), se, len(d), sd
+
+
+def _ratio(a: pd.DataFrame, b: pd.DataFrame, column: str) -> float:
+    """Geometric mean over paired replicates of a / b."""
+    left = a.set_index(list(REPLICATE))[column].astype(float)
+    right = b.set_index(list(REPLICATE))[column].astype(float)
+    common = left.index.intersection(right.index)
+    with np.errstate(all="ignore"):
+        logs = np.log(left.loc[common].to_numpy()) - np.log(right.loc[common].to_numpy())
+    logs = logs[np.isfinite(logs)]
+    return float(np.exp(logs.mean())) if len(logs) else math.nan
+
+
+def _verdict(diff: float, se: float, pairs: int) -> str:
+    if pairs < 2 or not np.isfinite(se):
+        return "too few pairs"
+    return "agree" if abs(diff) <= Z * se else "differ"
+
+
+def comparisons(results: SuiteResults) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Backend comparisons: ``(compared, not_compared)``.
+
+    ``compared``: per (dataset, method, column) with identical settings on both backends, the
+    paired difference, its standard error, pairs, NumPyro's seed-to-seed standard deviation and
+    the verdict; plus cost ratios. ``not_compared``: (dataset, method, what differs).
+    """
+    cells = results.cells
+    compared: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    if cells.empty:
+        return pd.DataFrame(compared), pd.DataFrame(skipped)
+    used = cells[cells["status"].isin(WITH_METRICS)]
+    for (dataset, method), group in used.groupby(["dataset", "method"], sort=False):
+        a, b = group[group["backend"] == A], group[group["backend"] == B]
+        if a.empty or b.empty:
+            continue
+        settings = {_settings(results, c) for c in group["cell_id"]}
+        noted = reduced(group).any()
+        if len(settings) > 1 or noted:
+            why = "a reduced budget" if noted else "different options"
+            skipped.append({"dataset": dataset, "method": method, "why": why})
+            continue
+        row: dict[str, Any] = {"dataset": dataset, "method": method}
+        for column in QUALITY:
+            if column in group and group[column].notna().any():
+                diff, se, pairs, sd = _differences(a, b, column)
+                row[column] = (diff, se, pairs, sd, _verdict(diff, se, pairs))
+        for column in COSTS:
+            if column in group and group[column].notna().any():
+                row[f"{column}:ratio"] = _ratio(a, b, column)
+        compared.append(row)
+    return pd.DataFrame(compared), pd.DataFrame(skipped)
+
+
+def backend_tables(results: SuiteResults) -> list[Table]:
+    """The comparison table (per dataset, method and quality metric: Pyro - NumPyro ± SE) and
+    the table of pairs not compared, where there are any."""
+    compared, skipped = comparisons(results)
+    tables = [] if compared.empty else [_compared_table(compared)]
+    if not skipped.empty:
+        tables.append(_skipped_table(skipped))
+    return tables
+
+
+def _compared_table(compared: pd.DataFrame) -> Table:
+    rows: list[tuple[Inline, ...]] = []
+    for _, row in compared.sort_values("method", key=lambda s: s.map(method_key)).iterrows():
+        ratio = fmt.ratio(row.get("time_total:ratio"))
+        for column in QUALITY:
+            value = row.get(column)
+            if not isinstance(value, tuple):
+                continue
+            diff, se, pairs, sd, verdict = value
+            rows.append(
+                (
+                    row["dataset"],
+                    row["method"],
+                    label(column),
+                    str(pairs),
+                    fmt.mean_se(diff, se),
+                    fmt.number(sd),
+                    verdict,
+                    ratio,
+                )
+            )
+    header = (
+        "dataset", "method", "metric", "pairs", "pyro - numpyro", "numpyro seed sd", "verdict",
+        "fit time pyro/numpyro",
+    )  # fmt: skip
+    caption = (
+        "The same method with identical settings on both backends, paired on (split, seed): the "
+        "mean difference Pyro - NumPyro ± its standard error, beside the seed-to-seed standard "
+        "deviation of the metric within NumPyro; 'agree' when the difference is within 2 "
+        "standard errors (the parity tests check the two log densities are the same). Fit time: "
+        "geometric mean of the ratio over pairs."
+    )
+    numeric = (False, False, False, True, True, True, False, True)
+    classes = tuple("problem" if r[6] == "differ" else "" for r in rows)
+    return Table(header, tuple(rows), caption, classes, numeric)
+
+
+def _skipped_table(skipped: pd.DataFrame) -> Table:
+    rows = tuple((r["dataset"], r["method"], r["why"]) for _, r in skipped.iterrows())
+    caption = (
+        "Run on both backends but not compared: their settings differ (a reduced budget on one "
+        "backend, marked † in every table), so a difference would say nothing about the backends."
+    )
+    return Table(("dataset", "method", "why not compared"), rows, caption, (), ())

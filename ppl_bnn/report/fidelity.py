@@ -1,0 +1,126 @@
+"""How close each cell's predictive comes to its split's reference posterior.
+
+Every cell is compared with the reference of its own (dataset, split) (see
+:class:`~ppl_bnn.report.load.ReferenceEntry`), from the stored predictions of both:
+
+- regression: the W2 and KS distances between predictive marginals (Izmailov et al. 2021) on at
+  most :data:`MAX_POINTS` evenly spaced test points, and the ratio of predictive standard
+  deviations, :math:`\\exp \\overline{\\log(s_n / s^{\\text{ref}}_n)}` (geometric mean over test
+  points: above 1 under-confident, below 1 over-confident), also per region of the test set
+  where the dataset has them (``_in`` / ``_out``);
+- classification: agreement of the most probable class and the total variation between
+  predictive class probabilities (Izmailov et al. 2021), on every test point.
+
+A reference that failed its convergence gate still gives numbers; ``ref_converged`` says so and
+the report labels them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ppl_bnn import metrics
+from ppl_bnn.report.load import SuiteResults
+from ppl_bnn.report.stats import spread
+
+logger = logging.getLogger(__name__)
+
+#: Test points (evenly spaced) on which W2 / KS are computed: their cost grows with
+#: draws x points x quantiles, and a few hundred cells must render in about a minute.
+MAX_POINTS = 50
+#: Reference draws used for W2 / KS (evenly thinned; the reference stores up to 1,000).
+MAX_REFERENCE_DRAWS = 400
+#: Fidelity columns added to the cells frame.
+REGRESSION_COLUMNS = ("ref_w2", "ref_ks", "ref_std_ratio", "ref_std_ratio_in", "ref_std_ratio_out")
+CLASSIFICATION_COLUMNS = ("ref_agreement", "ref_tv")
+COLUMNS = (*REGRESSION_COLUMNS, *CLASSIFICATION_COLUMNS)
+_VARIABLES = ("test_y", "test_f", "test_sigma", "test_std", "test_mean_probs")
+
+
+def _same_test_set(pred: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> bool:
+    if "test_y" not in pred or "test_y" not in ref:
+        return False
+    y, y_ref = np.asarray(pred["test_y"]), np.asarray(ref["test_y"])
+    return y.shape == y_ref.shape and bool(np.allclose(y, y_ref, equal_nan=True))
+
+
+def _geometric_ratio(std: np.ndarray, ref_std: np.ndarray) -> float:
+    with np.errstate(all="ignore"):
+        logs = np.log(std) - np.log(ref_std)
+    return float(np.exp(np.mean(logs))) if np.all(np.isfinite(logs)) else float("nan")
+
+
+def _regression(
+    pred: dict[str, np.ndarray], ref: dict[str, np.ndarray], inside: np.ndarray | None
+) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if "test_f" in pred and "test_f" in ref:
+        points = spread(pred["test_f"].shape[-1], MAX_POINTS)
+        draws = spread(ref["test_f"].shape[0], MAX_REFERENCE_DRAWS)
+        with np.errstate(all="ignore"):
+            distances = metrics.reference_metrics_regression(
+                pred["test_f"][:, points], pred["test_sigma"],
+                ref["test_f"][draws][:, points], ref["test_sigma"][draws],
+            )  # fmt: skip
+        out["ref_w2"], out["ref_ks"] = distances["ref_w2"], distances["ref_ks"]
+    if "test_std" in pred and "test_std" in ref:
+        std, ref_std = pred["test_std"], ref["test_std"]
+        out["ref_std_ratio"] = _geometric_ratio(std, ref_std)
+        if inside is not None and len(inside) == len(std):
+            for suffix, mask in (("in", inside), ("out", ~inside)):
+                if mask.any():
+                    out[f"ref_std_ratio_{suffix}"] = _geometric_ratio(std[mask], ref_std[mask])
+    return out
+
+
+def _test_inside(results: SuiteResults, cell_id: str) -> np.ndarray | None:
+    """The cell's in-region mask, from its stored predictions (None without regions)."""
+    pred = results.predictions(cell_id, ("test_inside",))
+    if not pred or "test_inside" not in pred:
+        return None
+    return np.asarray(pred["test_inside"]).astype(bool)
+
+
+def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
+    """One row per cell with metrics that has a usable reference on its (dataset, split):
+    ``cell_id``, the distances of :data:`COLUMNS` that apply, and ``ref_converged``."""
+    cells = results.cells
+    if cells.empty or not results.references:
+        return pd.DataFrame(columns=["cell_id", *COLUMNS, "ref_converged"])
+    rows: list[dict[str, Any]] = []
+    with_metrics = cells[cells["status"].isin(("ok", "diverged"))]
+    for (dataset, split), group in with_metrics.groupby(["dataset", "split"], sort=False):
+        entry = results.references.get((dataset, int(split)))
+        ref = results.reference_predictions(dataset, split, _VARIABLES)
+        if entry is None or ref is None:
+            continue
+        for cell_id in group["cell_id"]:
+            pred = results.predictions(cell_id, _VARIABLES)
+            if pred is None:
+                continue
+            if not _same_test_set(pred, ref):
+                logger.warning("%s: test set differs from its reference's", cell_id)
+                continue
+            row: dict[str, Any] = {"cell_id": cell_id, "ref_converged": bool(entry.converged)}
+            if "test_mean_probs" in pred and "test_mean_probs" in ref:
+                p, q = pred["test_mean_probs"], ref["test_mean_probs"]
+                row["ref_agreement"] = metrics.agreement(p, q)
+                row["ref_tv"] = metrics.total_variation(p, q)
+            else:
+                row.update(_regression(pred, ref, _test_inside(results, cell_id)))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["cell_id", *COLUMNS, "ref_converged"])
+
+
+def with_fidelity(results: SuiteResults) -> SuiteResults:
+    """``results`` with the fidelity columns joined onto its cells frame (computed once)."""
+    frame = fidelity_frame(results)
+    cells = results.cells.drop(columns=[c for c in frame.columns[1:] if c in results.cells])
+    results.cells = cells.merge(frame, on="cell_id", how="left")
+    for column in COLUMNS:
+        results.cells[column] = results.cells[column].astype(float)
+    return results

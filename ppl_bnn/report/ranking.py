@@ -1,0 +1,146 @@
+"""Which (method, backend) is best on a metric, and only when the data say so.
+
+Replicates are the (split, seed) pairs a suite runs. Two groups are compared on the replicates
+both have, by the paired differences :math:`d_r` of their scores (the metric, its negative when
+lower is better, or minus the distance to a nominal value such as 95% coverage). With
+:math:`\\bar d` their mean and :math:`\\operatorname{se} = \\operatorname{sd}(d) / \\sqrt{n}`:
+
+- the group with the best mean is **best** only if :math:`\\bar d > 2 \\operatorname{se}` against
+  the runner-up (so with n >= 2 paired replicates);
+- otherwise the top is a **tie** between every group whose paired difference to the top is
+  within 2 standard errors (or that shares fewer than two replicates with it).
+
+Only *eligible* groups are ranked: every cell finished ``ok``, none is flagged as unusable
+(worse than a constant predictor), and none ran a reduced budget (those are never ranked against
+full-budget ones).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ppl_bnn.report.glossary import better
+
+Group = tuple[str, str]
+#: Paired standard errors a lead must exceed to count.
+Z = 2.0
+REPLICATE = ("split", "seed")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The verdict on one metric among eligible groups.
+
+    Attributes:
+        column: The metric.
+        best: The clearly best group, or None.
+        tied: Groups tied for best when there is no clear best (empty otherwise).
+        runner_up: The group with the second-best mean.
+        lead: Mean paired score difference of the top over the runner-up (> 0 means ahead).
+        lead_se: Its standard error (NaN with fewer than two pairs).
+        pairs: Replicates the two share.
+    """
+
+    column: str
+    best: Group | None = None
+    tied: frozenset[Group] = field(default_factory=frozenset)
+    runner_up: Group | None = None
+    lead: float = math.nan
+    lead_se: float = math.nan
+    pairs: int = 0
+
+
+def flagged(cells: pd.DataFrame) -> pd.Series:
+    """Whether each cell's predictive is flagged as unusable."""
+    if "flags" not in cells:
+        return pd.Series(False, index=cells.index)
+    return cells["flags"].notna() & (cells["flags"].astype(str) != "")
+
+
+def reduced(cells: pd.DataFrame) -> pd.Series:
+    """Whether each cell ran a reduced budget (it carries a budget note)."""
+    if "budget_note" not in cells:
+        return pd.Series(False, index=cells.index)
+    return cells["budget_note"].notna()
+
+
+def eligible_groups(cells: pd.DataFrame) -> set[Group]:
+    """(method, backend) groups whose every cell is ``ok``, unflagged and full-budget."""
+    good = (cells["status"] == "ok") & ~flagged(cells) & ~reduced(cells)
+    ok = good.groupby([cells["method"], cells["backend"]]).all()
+    return {(str(m), str(b)) for (m, b), value in ok.items() if value}
+
+
+def scores(cells: pd.DataFrame, column: str) -> pd.Series | None:
+    """The column as a score where higher is better (None if the metric has no direction)."""
+    direction = better(column)
+    if direction is None or column not in cells:
+        return None
+    values = cells[column].astype(float)
+    if direction == "higher":
+        return values
+    if direction == "lower":
+        return -values
+    return -(values - float(direction)).abs()
+
+
+def _by_replicate(cells: pd.DataFrame, score: pd.Series, group: Group) -> pd.Series:
+    mask = (cells["method"] == group[0]) & (cells["backend"] == group[1]) & np.isfinite(score)
+    keyed = score[mask].set_axis(pd.MultiIndex.from_frame(cells.loc[mask, list(REPLICATE)]))
+    return keyed[~keyed.index.duplicated()]
+
+
+def paired_difference(
+    cells: pd.DataFrame, score: pd.Series, a: Group, b: Group
+) -> tuple[float, float, int]:
+    """Mean score of ``a`` minus ``b`` over shared replicates, its standard error, and the
+    number of pairs (NaN standard error with fewer than two)."""
+    left, right = _by_replicate(cells, score, a), _by_replicate(cells, score, b)
+    common = left.index.intersection(right.index)
+    d = (left.loc[common] - right.loc[common]).to_numpy(dtype=float)
+    n = len(d)
+    if n == 0:
+        return math.nan, math.nan, 0
+    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return float(d.mean()), se, n
+
+
+def _clear(lead: float, se: float, pairs: int) -> bool:
+    return pairs >= 2 and lead > Z * se and lead > 0
+
+
+def rank(cells: pd.DataFrame, column: str, eligible: set[Group] | None = None) -> Ranking | None:
+    """The verdict on ``column`` among ``eligible`` groups of ``cells`` (one dataset).
+
+    Returns None when the metric has no direction or fewer than two groups have values.
+    """
+    score = scores(cells, column)
+    if score is None:
+        return None
+    groups = eligible_groups(cells) if eligible is None else eligible
+    means = {
+        g: float(m)
+        for g in groups
+        if np.isfinite(
+            m := score[(cells["method"] == g[0]) & (cells["backend"] == g[1])].mean(skipna=True)
+        )
+    }
+    if len(means) < 2:
+        return None
+    order = sorted(means, key=lambda g: (-means[g], g))
+    top, runner_up = order[0], order[1]
+    lead, se, pairs = paired_difference(cells, score, top, runner_up)
+    if _clear(lead, se, pairs):
+        return Ranking(column, best=top, runner_up=runner_up, lead=lead, lead_se=se, pairs=pairs)
+    tied = {top}
+    for other in order[1:]:
+        gap, gap_se, n = paired_difference(cells, score, top, other)
+        if not _clear(gap, gap_se, n):
+            tied.add(other)
+    return Ranking(
+        column, tied=frozenset(tied), runner_up=runner_up, lead=lead, lead_se=se, pairs=pairs
+    )

@@ -1,0 +1,225 @@
+"""The HTML report in a real browser: no errors, nothing loaded from outside, nothing wider than a
+1280-px window, every figure decoded, the Summary first.
+
+Drives Debian's ``chromium`` through playwright (``playwright install`` cannot work offline); the
+browser tests skip when either is missing, the layout test without a browser always runs.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matplotlib.figure import Figure as MplFigure
+
+from ppl_bnn.report.document import (
+    BulletList,
+    Details,
+    Document,
+    Figure,
+    Paragraph,
+    Section,
+    Table,
+)
+from ppl_bnn.report.html import CSS, render_html
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+WIDE = 60  # columns of the wide table, far wider than the window
+UNBROKEN = "x" * 400  # a word no line can hold
+
+# What sticks out of the window (outermost boxes, and text not inside a scrolling box), for
+# failure messages.
+OVERFLOWING_JS = """() => {
+  const w = window.innerWidth + 0.5, out = [];
+  const name = (el) => `${el.tagName.toLowerCase()}.${el.className}#${el.id}`;
+  const scrolls = (node) => {
+    for (let el = node.parentElement; el; el = el.parentElement)
+      if (getComputedStyle(el).overflowX !== 'visible') return true;
+    return false;
+  };
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect();
+    if (r.right > w && el.parentElement.getBoundingClientRect().right <= w && !scrolls(el))
+      out.push(`${name(el)} ${Math.round(r.width)}px`);
+  }
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(walker.currentNode);
+    const r = range.getBoundingClientRect();
+    if (r.right > w && !scrolls(walker.currentNode))
+      out.push(`text in ${name(walker.currentNode.parentElement)} ${Math.round(r.width)}px`);
+  }
+  return out.slice(0, 20);
+}"""
+IMAGES_JS = """async () => Promise.all([...document.images].map(async (img) => {
+  let decoded = true;
+  try { await img.decode(); } catch (e) { decoded = String(e); }
+  return {src: img.src.slice(0, 40), complete: img.complete, naturalWidth: img.naturalWidth,
+          decoded: decoded};
+}))"""
+
+
+@dataclass
+class Opened:
+    """A page opened in the browser and what it did while loading."""
+
+    page: Any
+    path: Path
+    url: str
+    requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Debian chromium, or a skip saying what is missing."""
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} missing (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield launched
+        launched.close()
+
+
+@contextmanager
+def _open(browser: Any, path: Path) -> Iterator[Opened]:
+    """``path`` loaded in a fresh 1280 x 900 page, recording every request and error."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        opened = Opened(page, path, path.resolve().as_uri())
+        page.on("request", lambda request: opened.requests.append(request.url))
+        page.on(
+            "console",
+            lambda msg: opened.console_errors.append(msg.text) if msg.type == "error" else None,
+        )
+        page.on("pageerror", lambda error: opened.page_errors.append(str(error)))
+        page.goto(opened.url, wait_until="load")
+        yield opened
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def report(browser: Any, request: pytest.FixtureRequest) -> Iterator[Opened]:
+    """The tiny suite's ``index.html`` at 1280 x 900 (the suite is only fitted with a browser)."""
+    report_dir: Path = request.getfixturevalue("report_dir")
+    with _open(browser, report_dir / "index.html") as opened:
+        yield opened
+
+
+def _wide_document() -> Document:
+    """Everything that could push a page sideways: a wide table, unbroken words, a huge figure."""
+    fig = MplFigure(figsize=(30, 1), dpi=100)
+    fig.add_subplot().plot([0, 1], [0, 1])
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    header = tuple(f"column_{i}" for i in range(WIDE))
+    table = Table(
+        header=header,
+        rows=(tuple(f"{i}.123456" for i in range(WIDE)),),
+        caption=f"caption {UNBROKEN}",
+        numeric=(True,) * WIDE,
+    )
+    blocks = [
+        Paragraph.of(f"paragraph {UNBROKEN}"),
+        BulletList(((UNBROKEN,),)),
+        table,
+        Table(header=("a", "b"), rows=((UNBROKEN, "b"),)),
+        Figure("huge", png.getvalue(), f"figure {UNBROKEN}"),
+        Details("traceback", f"line {UNBROKEN}"),
+    ]
+    return Document(
+        f"title {UNBROKEN}",
+        f"subtitle {UNBROKEN}",
+        [Section("Summary", "summary", blocks), Section(f"section {UNBROKEN}", "long", blocks)],
+    )
+
+
+def test_a_wide_table_is_wrapped_in_a_scrolling_box() -> None:
+    html = render_html(_wide_document())
+    wrapped = re.findall(r'<div class="table-wrap"><table>(.*?)</table></div>', html, flags=re.S)
+    assert len(wrapped) == html.count("<table>") == 4
+    assert any(len(re.findall(r"<th[ >]", t)) == WIDE for t in wrapped)
+    rule = re.search(r"\.table-wrap \{([^}]*)\}", CSS)
+    assert rule is not None
+    assert re.search(r"overflow(-x)?: (auto|scroll)", rule.group(1)), rule.group(1)
+    assert "max-width: 100%" in rule.group(1)
+
+
+def test_no_console_or_page_errors(report: Opened) -> None:
+    assert report.console_errors == []
+    assert report.page_errors == []
+
+
+def test_loads_nothing_but_the_file(report: Opened) -> None:
+    assert report.url in report.requests
+    outside = [u for u in report.requests if u != report.url and not u.startswith("data:")]
+    assert outside == []
+
+
+def test_nothing_is_wider_than_the_window(report: Opened) -> None:
+    width = report.page.evaluate("document.documentElement.scrollWidth")
+    inner = report.page.evaluate("window.innerWidth")
+    assert inner == VIEWPORT["width"]
+    assert width <= inner, report.page.evaluate(OVERFLOWING_JS)
+
+
+def test_every_image_is_decoded(report: Opened) -> None:
+    images = report.page.evaluate(IMAGES_JS)
+    assert len(images) == len(list((report.path.parent / "figures").glob("*.png"))) > 0
+    bad = [
+        i for i in images if not (i["complete"] and i["naturalWidth"] > 0 and i["decoded"] is True)
+    ]
+    assert bad == []
+
+
+def test_summary_is_the_first_section(report: Opened) -> None:
+    titles = report.page.evaluate(
+        "[...document.body.querySelectorAll('h2')].filter(h => !h.closest('nav'))"
+        ".map(h => h.textContent.trim())"
+    )
+    assert titles, "no sections"
+    assert titles[0] == "Summary", titles[:3]
+
+
+def test_wide_content_stays_inside_the_window(browser: Any, tmp_path: Path) -> None:
+    path = tmp_path / "index.html"
+    path.write_text(render_html(_wide_document()), encoding="utf-8")
+    with _open(browser, path) as opened:
+        page = opened.page
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= VIEWPORT["width"], page.evaluate(OVERFLOWING_JS)
+        boxes = page.evaluate(
+            "[...document.querySelectorAll('.table-wrap')].map(w => [w.clientWidth, w.scrollWidth])"
+        )
+        assert len(boxes) == 4
+        assert all(client <= VIEWPORT["width"] for client, _ in boxes)
+        assert any(scroll > client for client, scroll in boxes), "the wide table does not scroll"
+        img = page.evaluate(
+            "(() => { const r = document.images[0].getBoundingClientRect();"
+            " return [r.width, document.images[0].naturalWidth]; })()"
+        )
+        assert img[1] == 3000 and img[0] < VIEWPORT["width"]
+        assert opened.console_errors == [] and opened.page_errors == []
