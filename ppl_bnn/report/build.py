@@ -214,7 +214,6 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
     blocks = section.blocks
     _add(blocks, b.safe(f"{dataset} table", tables.dataset_table, results, dataset))
     _add(blocks, b.safe(f"{dataset} budget notes", tables.budget_notes, results, dataset))
-    _add(blocks, b.safe(f"{dataset} regions", tables.region_table, results, dataset))
     problem = b.safe(f"{dataset} problems", tables.problems, results, dataset)
     if problem is not None and problem[0] is not None:
         table, details = problem

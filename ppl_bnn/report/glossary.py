@@ -168,14 +168,20 @@ SAMPLER_METRICS = (
 COST_METRICS = ("s_per_grad", "s_per_step", "ess_per_s", "ess_per_1000_grads")
 
 
-for _key in REGION_MAIN:
-    for _part in ("in", "out"):
-        _base = QUANTITIES[_key]
-        QUANTITIES[f"{_key}_{_part}"] = Quantity(
-            f"{_base.label} _{_part}",
-            f"as {_base.label}, on the {_part}side part of the test set",
-            _base.better,
-        )
+def _by_region(key: str, part: str) -> Quantity:
+    """``key`` scored on one part of a test set (``part``: ``in`` or ``out``)."""
+    base = QUANTITIES[key]
+    where = "inside" if part == "in" else "outside"
+    return Quantity(
+        f"{base.label} _{part}",
+        f"as {base.label}, on the {where} part of the test set",
+        base.better,
+    )
+
+
+QUANTITIES.update(
+    {f"{key}_{part}": _by_region(key, part) for key in REGION_MAIN for part in ("in", "out")}
+)
 
 
 def label(key: str) -> str:

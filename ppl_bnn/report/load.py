@@ -250,6 +250,15 @@ class SuiteResults:
         suites = {r.get("suite") for r in self.records if r.get("suite")}
         return next(iter(suites)) if len(suites) == 1 else self.results_dir.name
 
+    def regions(self, dataset: str) -> dict[str, str]:
+        """Names of the parts a dataset's test set is scored on apart (``{"in": ..., "out":
+        ...}``; empty when it has none), from its cells' records."""
+        for cell_id in self.cells.loc[self.cells["dataset"] == dataset, "cell_id"]:
+            regions = self.record(cell_id).get("regions")
+            if regions:
+                return dict(regions)
+        return {}
+
     def reference_predictions(
         self, dataset: str, split: int, variables: Iterable[str] | None = None
     ) -> dict[str, np.ndarray] | None:

@@ -120,13 +120,22 @@ def _name(group: Group) -> str:
     return f"{group[0]}/{group[1]}"
 
 
-def _axes(cells: pd.DataFrame, regression: bool, reference_usable: bool) -> list[Axis]:
+def _axes(
+    cells: pd.DataFrame, regression: bool, reference_usable: bool, regions: dict[str, str]
+) -> list[Axis]:
+    """Fidelity (where a reference has numbers) and test LL, the latter on each part of a test
+    set that has parts."""
     axes = []
     if reference_usable:
         column = "ref_w2" if regression else "ref_tv"
         if column in cells and cells[column].notna().any():
             axes.append(Axis(column, label(column), lower=True))
-    axes.append(Axis("test_ll", "test log-likelihood" if regression else "test LL (-NLL)", False))
+    if regions:
+        axes += [
+            Axis(f"test_ll_{part}", f"test LL {name}", False) for part, name in regions.items()
+        ]
+    else:
+        axes.append(Axis("test_ll", "test LL" if regression else "test LL (-NLL)", False))
     return axes
 
 
@@ -259,7 +268,7 @@ def failure_sentences(cells: pd.DataFrame, regions: dict[str, str]) -> list[tupl
 
 def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]]]) -> Figure:
     """Quality against cost per axis: every point with error bars, the front joined."""
-    fig = MplFigure(figsize=(5.2 * len(panels), 3.9), layout="constrained")
+    fig = MplFigure(figsize=(4.6 * len(panels) + 1.2, 3.9), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     methods, backends = set(), set()
     for ax, (axis, pts, front) in zip(axes, panels, strict=True):
@@ -307,7 +316,8 @@ def dataset_summary(results: SuiteResults, dataset: str) -> Section:
     cells = _with_cost(results.cells[results.cells["dataset"] == dataset])
     regression = "rmse" in cells and cells["rmse"].notna().any()
     entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
-    axes = _axes(cells, regression, any(e.usable for e in entries))
+    regions = results.regions(dataset)
+    axes = _axes(cells, regression, any(e.usable for e in entries), regions)
     section = Section(dataset, slug("summary", dataset))
     section.blocks.append(Paragraph(tuple(_reference_sentence(entries))))
     bullets: list[tuple[Inline, ...]] = []
@@ -324,11 +334,6 @@ def dataset_summary(results: SuiteResults, dataset: str) -> Section:
         verdict = _verdict_sentence(rank(cells, axis.column, eligible), axis)
         if verdict:
             bullets.append(tuple(verdict))
-    regions = {}
-    for cell_id in cells["cell_id"]:
-        regions = dict(results.record(cell_id).get("regions") or {})
-        if regions:
-            break
     bullets += failure_sentences(cells, regions)
     if bullets:
         section.blocks.append(BulletList(tuple(bullets)))

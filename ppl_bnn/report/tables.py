@@ -149,40 +149,33 @@ def metric_table(
 
 
 def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
-    """The main per-dataset table: fidelity to the reference, quality metrics and fit times."""
+    """The main per-dataset table: fidelity to the reference, quality metrics and fit times.
+
+    A test set that reaches where no training input lies is scored on each part apart, never
+    as a whole: a fit that ignores the inputs could otherwise look good where most test points
+    lie far from the data.
+    """
     task = task_of(results, dataset)
     regression = task != "classification"
     main = REGRESSION_MAIN if regression else CLASSIFICATION_MAIN
     fidelity = REGRESSION_FIDELITY if regression else CLASSIFICATION_FIDELITY
+    regions = results.regions(dataset)
+    parts = ""
+    if regions:
+        main = tuple(f"{m}_{part}" for m in REGION_MAIN for part in ("in", "out"))
+        fidelity = (*fidelity, "ref_std_ratio_in", "ref_std_ratio_out")
+        parts = (
+            f" The test set is scored in two parts: {regions['in']} (_in) and {regions['out']} "
+            "(_out)."
+        )
     caption = (
         "Mean ± standard error over splits and seeds (standard error blank when n = 1); "
         "cells: statuses of the (method, backend)'s cells; n: cells whose metrics are averaged "
         "(ok and diverged; diverged cells keep their draws before divergence)."
+        + parts
         + reference_caption(results, dataset)
     )
     return metric_table(results, dataset, [*fidelity, *main, *TIMES_MAIN], caption)
-
-
-def region_table(results: SuiteResults, dataset: str) -> Table | None:
-    """Quality on each part of a test set that reaches beyond the training inputs."""
-    names = _region_names(results, dataset)
-    if not names:
-        return None
-    columns = [f"{m}_{part}" for part in ("in", "out") for m in REGION_MAIN]
-    caption = (
-        f"The test set in two parts: {names['in']} (_in) and {names['out']} (_out). A fit that "
-        "ignores the inputs can look good on the whole set when most of it lies where no "
-        "training input does; here each part is scored apart."
-    )
-    return metric_table(results, dataset, columns, caption)
-
-
-def _region_names(results: SuiteResults, dataset: str) -> dict[str, str]:
-    for cell_id in results.cells.loc[results.cells["dataset"] == dataset, "cell_id"]:
-        regions = results.record(cell_id).get("regions")
-        if regions:
-            return dict(regions)
-    return {}
 
 
 def reference_caption(results: SuiteResults, dataset: str) -> str:

@@ -329,8 +329,7 @@ def build(root: Path) -> dict[str, Cell]:
     cells["svi_pyro_1"] = cell("sine", "svi", "pyro", split=1, options=runs["svi_pyro"][2])
 
     def second_split(record: dict) -> None:
-        record["metrics"]["rmse"] = 0.5
-        record["metrics"]["test_ll"] = -1.25
+        record["metrics"].update(rmse=0.5, test_ll=-1.25, rmse_in=0.25, test_ll_out=-3.5)
         record["timings"]["total"] = 3.0
 
     copy_cell(root, cells["svi_pyro"], cells["svi_pyro_1"], second_split)

@@ -46,8 +46,8 @@ def test_csv_has_one_row_per_cell_with_the_stored_numbers(report_dir: Path, resu
 @pytest.mark.parametrize(
     ("dataset", "method", "backend", "metric"),
     [
-        ("sine", "svi", "pyro", "rmse"),
-        ("sine", "svi", "pyro", "test_ll"),
+        ("sine", "svi", "pyro", "rmse_in"),
+        ("sine", "svi", "pyro", "test_ll_out"),
         ("blobs", "svi", "pyro", "accuracy"),
     ],
 )
@@ -73,7 +73,7 @@ def test_mean_and_standard_error_over_two_splits(
 
     table = tables(section(html, f"dataset-{dataset}"))[0]
     shown = row(table, method, backend)
-    label = {"rmse": "RMSE", "test_ll": "test LL", "accuracy": "accuracy"}[metric]
+    label = {"rmse_in": "RMSE _in", "test_ll_out": "test LL _out", "accuracy": "accuracy"}[metric]
     assert shown[label] == fmt.mean_se(mean, se)
     assert shown["n"] == "2" and shown["cells"] == "2 ok"
 
@@ -83,8 +83,8 @@ def test_single_value_has_no_standard_error(html: str, results_dir: Path) -> Non
         (results_dir / "cells" / "sine-split0-map-pyro-seed0" / "record.json").read_text()
     )
     shown = row(tables(section(html, "dataset-sine"))[0], "map", "pyro")
-    assert shown["RMSE"] == fmt.number(record["metrics"]["rmse"])
-    assert "±" not in shown["RMSE"]
+    assert shown["RMSE _in"] == fmt.number(record["metrics"]["rmse_in"])
+    assert "±" not in shown["RMSE _in"]
 
 
 def _stored(folder: Path, *names: str) -> tuple[np.ndarray, ...]:

@@ -32,7 +32,8 @@ def test_summary_comes_first_and_names_front_and_failures(html: str) -> None:
     text = re.sub(r"<[^>]+>", "", sine)
     assert "Reference posterior: split 0: NumPyro NUTS, 2 chains" in text
     assert "not converged" in text
-    assert "Pareto front of test log-likelihood against cost" in text
+    assert "Pareto front of test LL near zero against cost" in text
+    assert "Pareto front of test LL far against cost" in text
     assert "Unusable (worse than a constant predictor), left out" in text
     assert "map/pyro (1 of 1 cells; " + FLAG.replace("'", "&#x27;") in sine
     assert "Failed: nuts/pyro (1 of 1 cells)" in text
