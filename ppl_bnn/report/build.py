@@ -68,8 +68,19 @@ def build_document(results: SuiteResults) -> Document:
     """The whole report for ``results``: the Summary first, then the evidence."""
     b = _Builder(results)
     b.safe("fidelity to the reference posteriors", with_fidelity, results)
+    summary = b.safe("summary", summary_section, results)
+    if summary is not None:
+        published = [
+            table
+            for column in ("test_ll", "rmse")
+            if (table := b.safe(f"published {column}", tables.published_overview, results, column))
+        ]
+        if published:
+            summary.children.append(
+                Section("Beside the published figures", "summary-published", published)
+            )
     sections = [
-        b.safe("summary", summary_section, results),
+        summary,
         overview(b),
         how_to_read(results),
     ]

@@ -399,6 +399,48 @@ def published_table(results: SuiteResults, dataset: str) -> Table | None:
     return Table(header, tuple(rows), caption, tuple(classes), numeric)
 
 
+def published_overview(results: SuiteResults, column: str) -> Table | None:
+    """Every UCI dataset of the suite in one row: our (method, backend) means ± SE of ``column``
+    (``test_ll`` or ``rmse``) beside the published figures."""
+    datasets = [d for d in results.datasets() if references_for(d)]
+    if not datasets or column not in results.cells:
+        return None
+    cells = results.cells[results.cells["dataset"].isin(datasets)]
+    stats = group_stats(cells, [column], by=("dataset", "method", "backend"))
+    if stats.empty:
+        return None
+    ours = sorted(
+        set(zip(stats["method"], stats["backend"], strict=True)),
+        key=lambda g: (method_key(g[0]), backend_key(g[1])),
+    )
+    published = [r.method for r in references_for(datasets[0])]
+    rows = []
+    for dataset in datasets:
+        mine = stats[stats["dataset"] == dataset].set_index(["method", "backend"])
+        cells_row: list[Inline] = [dataset]
+        for group in ours:
+            if group in mine.index and mine.loc[group, f"{column}:n"]:
+                n = int(mine.loc[group, f"{column}:n"])
+                cells_row.append(
+                    fmt.mean_se(mine.loc[group, f"{column}:mean"], mine.loc[group, f"{column}:se"])
+                    + f" (n={n})"
+                )
+            else:
+                cells_row.append("")
+        refs = {r.method: r for r in references_for(dataset)}
+        cells_row += [fmt.number(getattr(refs[m], column), 3) for m in published]
+        rows.append(tuple(cells_row))
+    header = ("dataset", *(f"{m} · {b}" for m, b in ours), *published)
+    caption = (
+        f"{label(column)} in original units: ours, mean ± SE over the splits run here (n), beside "
+        "the published means over all standard splits (PBP and MC dropout: Gal & Ghahramani 2016 "
+        "repository readme; deep ensembles: Lakshminarayanan et al. 2017, Table 1), typed in "
+        "from their sources. Comparable only for the same splits and architecture."
+    )
+    numeric = (False, *(True for _ in header[1:]))
+    return Table(header, tuple(rows), caption, (), numeric)
+
+
 def _published_setup(uci_dataset: str) -> tuple[str, str]:
     """Splits and hidden units behind the published figures (protein: 5 splits, 100 units)."""
     return ("5", "100") if uci_dataset.startswith("protein") else ("20", "50")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ppl_bnn.report import render_report
+from ppl_bnn.report import fmt, render_report
 from tests.report.builder import BUDGET_NOTE, FAILED_MESSAGE, subset
 from tests.report.helpers import row, section, tables
 
@@ -184,6 +184,14 @@ def test_uci_dataset_gets_published_figures(results_dir: Path, tmp_path: Path) -
     ours = row(published, "svi · pyro")
     assert ours["source"] == "this suite" and ours["splits"] == "1"
     assert "https://github.com/yaringal/DropoutUncertaintyExps" in html
+    ll, rmse = tables(section(html, "summary-published"))
+    assert ll[0] == ["dataset", "svi · pyro", "MC dropout", "PBP", "deep ensembles"]
+    assert row(ll, "bostonHousing")["PBP"] == "-2.57"
+    assert (
+        row(ll, "bostonHousing")["svi · pyro"]
+        == f"{fmt.number(record['metrics']['test_ll'])} (n=1)"
+    )
+    assert row(rmse, "bostonHousing")["deep ensembles"] == "3.28"
 
 
 def test_empty_results_folder_renders(tmp_path: Path) -> None:
