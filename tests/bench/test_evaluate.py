@@ -27,7 +27,9 @@ def test_regression_metrics_are_in_original_units(sine, svi_fit) -> None:
     y = sine.y_test * sine.y_std + sine.y_mean
     # A change of units y -> a + b y shifts every log density by -log b.
     expected_ll = pred.log_likelihood(sine.y_test) - np.log(sine.y_std)
-    assert out.metrics["test_ll"] == pytest.approx(expected_ll, rel=1e-9)
+    # The two paths round differently in float64, and at test points far outside the training
+    # range a draw's z**2 reaches 1e6-1e8, which lifts that rounding to ~1e-9 of the mean.
+    assert out.metrics["test_ll"] == pytest.approx(expected_ll, rel=1e-7)
     expected_rmse = np.sqrt(np.mean((pred.mean * sine.y_std + sine.y_mean - y) ** 2))
     assert out.metrics["rmse"] == pytest.approx(expected_rmse, rel=1e-6)  # float32 draws
     assert out.metrics["n_nonfinite_ll"] == 0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ppl_bnn.methods
-from ppl_bnn import BNN, fit
+from ppl_bnn import BNN, fit, priors
 from ppl_bnn.methods import METHODS
 from ppl_bnn.methods.base import Family, Method
 
@@ -23,7 +23,11 @@ CASES = [(m, b) for m in METHODS for b in m.backends]
 def model():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(16, 2))
-    return BNN(x, x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16), hidden=(3,), noise="learned")
+    y = x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16)
+    # PBP's noise prior keeps the noise off zero: under the default, weaker one the MAP of 16
+    # points can drive it there, a degenerate mode where Laplace's Hessian is not positive
+    # definite (a finding the benchmarks report, not a property of the method's mechanics).
+    return BNN(x, y, hidden=(3,), noise="learned", noise_prior=priors.PBP_NOISE_PRIOR)
 
 
 def test_every_method_module_is_in_the_table() -> None:
