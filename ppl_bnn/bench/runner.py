@@ -56,7 +56,6 @@ from ppl_bnn.timing import now
 logger = logging.getLogger(__name__)
 COMPLETE = ("ok", "diverged")
 FAILED = ("failed", "timeout")
-#: Folder of a suite's results holding one folder per reference, ``<dataset>-split<k>``.
 #: What a reference's results folder gets from its cache entry (the InferenceData stays there).
 _PUBLISHED = (RECORD_FILE, PREDICTIONS_FILE)
 

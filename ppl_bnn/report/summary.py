@@ -71,8 +71,9 @@ def _with_cost(cells: pd.DataFrame) -> pd.DataFrame:
     total = cells.get("time_total", pd.Series(np.nan, index=cells.index)).astype(float)
     compile_s = cells.get("time_compile", pd.Series(0.0, index=cells.index)).astype(float)
     out = cells.assign(**{_COST: total - compile_s.fillna(0.0)})
-    if "test_ll" not in out and "nll" in out:
-        out = out.assign(test_ll=-out["nll"].astype(float))
+    if "nll" in out:  # classification: test LL is -NLL (regression cells keep their own)
+        test_ll = out.get("test_ll", pd.Series(np.nan, index=out.index)).astype(float)
+        out = out.assign(test_ll=test_ll.fillna(-out["nll"].astype(float)))
     return out
 
 
@@ -216,13 +217,31 @@ def _list(counts: dict[Group, tuple[int, int]], extra: dict[Group, str] | None =
     )
 
 
+#: The start of each usability flag (:func:`ppl_bnn.metrics.usability_flags`) and its short name.
+_FLAG_KINDS = (
+    ("test log-likelihood", "test LL"),
+    ("training log-likelihood", "training LL"),
+    ("log-likelihood not finite", "non-finite LL"),
+)
+
+
+def _flag_kinds(flags: pd.Series) -> str:
+    """Which checks a group's flagged cells failed, e.g. ``"test LL, training LL below the
+    constant's"``."""
+    text = "; ".join(flags.dropna().astype(str))
+    kinds = [short for start, short in _FLAG_KINDS if start in text]
+    below = [k for k in kinds if k != "non-finite LL"]
+    parts = [f"{', '.join(below)} below the constant's"] if below else []
+    return "; ".join(parts + [k for k in kinds if k == "non-finite LL"])
+
+
 def failure_sentences(cells: pd.DataFrame, regions: dict[str, str]) -> list[tuple[Inline, ...]]:
     """The notable failures of one dataset's cells, one bullet each."""
     bullets: list[tuple[Inline, ...]] = []
     bad = flagged(cells)
     if bad.any():
         reasons = {
-            (str(m), str(b)): str(group["flags"].dropna().iloc[0])
+            (str(m), str(b)): _flag_kinds(group["flags"])
             for (m, b), group in cells[bad].groupby(["method", "backend"], sort=False)
         }
         bullets.append(
