@@ -11,6 +11,7 @@ import numpy as np
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
 from ppl_bnn.methods import get_method, make_options
+from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
 from ppl_bnn.results import FitResult
@@ -34,10 +35,20 @@ def fit(
         backend: ``"numpyro"`` (default) or ``"pyro"``.
         seed: Non-negative integer; the same seed gives the same draws on CPU.
         **options: Method options, e.g. ``num_steps`` for SVI or ``num_warmup`` for NUTS; an
-            unknown name raises an error listing the valid ones.
+            unknown name raises an error listing the valid ones, and an option that only
+            another backend reads (Pyro's ``potential``, ``update``, ``jit``) an error naming
+            that backend.
 
     Returns:
-        A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...).
+        A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...), all finite. Where a
+        method broke down but kept finite draws (SG-MCMC draws before the divergence, the
+        ensemble members that stayed finite), ``info["diverged"]`` is True and
+        ``diverged_at_step``, ``diverged_sites`` and ``diverged_cause`` say where and why.
+
+    Raises:
+        DivergedError: The method broke down numerically (a non-finite loss, draw, step or
+            log density) and kept no usable draw; the message names the step, the sites where
+            known and the likely cause (:mod:`ppl_bnn.methods.divergence`).
 
     Example:
         >>> import numpy as np
@@ -52,13 +63,14 @@ def fit(
         raise TypeError(f"model must be a ppl_bnn.BNN, got {type(model).__name__}")
     seed = check_seed(seed)
     entry = get_method(method, backend)
-    opts = make_options(entry, options)
+    opts = make_options(entry, options, backend=backend)
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.
     compilations = FitCompilations() if backend == "numpyro" else None
     target = Target.build(backend, model)
     out = entry.runner(backend)(method, target, opts, seed)
+    check_finite_draws(method, out.draws, model)  # every method's last line of defence
     ll_start = now()
     train = predictive_at(backend, model.spec, out.draws, model.x)
     ll = log_likelihood_per_draw(model.spec, train.f, train.noise_std, model.y)
@@ -67,7 +79,7 @@ def fit(
     if not np.all(np.isfinite(ll)):
         logger.warning("%s/%s: non-finite training log-likelihood in some draws", method, backend)
     timings = {**out.timings, "log_likelihood": end - ll_start, "total": end - start}
-    info = dict(out.info)
+    info = {"diverged": False, **out.info}
     if compilations is not None:
         info["jax_cache"] = compilations.finish()
     return FitResult(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.files import import_arviz, write_atomic
+from ppl_bnn.files import import_arviz, write_dir_atomic
+from ppl_bnn.methods import get_method
+from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.model.scalars import is_number
 from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.model.validate import validate_inputs
 from ppl_bnn.predictive import Prediction, predictive_at
@@ -20,6 +25,20 @@ SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
 _VARIATIONAL_FILE = "variational.nc"
 _META_FILE = "fit.json"
+_FILES = (_IDATA_FILE, _VARIATIONAL_FILE, _META_FILE)
+#: Keys every ``fit.json`` holds (``save_id`` and ``non_finite`` only from this version on).
+_META_KEYS = (
+    "spec",
+    "method",
+    "backend",
+    "seed",
+    "options",
+    "timings",
+    "info",
+    "versions",
+    "losses",
+    "has_variational",
+)
 
 
 @dataclass
@@ -40,7 +59,9 @@ class FitResult:
             ensembles.
         variational: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
         info: Execution details: chain method, Pyro potential (``pyro_mode``) or ELBO, threads,
-            ``diverged_at_step`` when an SVI loss became non-finite.
+            and ``diverged``; where a method kept finite draws from a breakdown,
+            ``diverged_at_step`` (per chain or member), ``diverged_sites`` and
+            ``diverged_cause`` (see :mod:`ppl_bnn.methods.divergence`).
         versions: Library versions.
     """
 
@@ -111,18 +132,23 @@ class FitResult:
         )
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result to directory ``path``: ArviZ netCDF, guide netCDF and JSON metadata."""
+        """Write the result to folder ``path``: ArviZ netCDF, guide netCDF and JSON metadata.
+
+        Everything is written into a staging folder beside ``path``, which then takes its place
+        in one step (:func:`~ppl_bnn.files.write_dir_atomic`): a save killed at any moment
+        leaves ``path`` holding the complete earlier result, or the complete new one. An
+        existing ``path`` is replaced only if it holds nothing but a saved fit's files.
+        ``fit.json`` is strict JSON: a non-finite number is written as ``null`` and its place
+        listed under ``non_finite``.
+        """
         out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
+        _check_replaceable(out)
+        save_id = uuid.uuid4().hex
         idata = self.to_arviz()
-        write_atomic(out / _IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
-        if self.variational is not None:
-            dataset = _variational_dataset(self.variational)
-            write_atomic(
-                out / _VARIATIONAL_FILE, lambda tmp: dataset.to_netcdf(tmp, engine="h5netcdf")
-            )
+        idata.posterior.attrs["save_id"] = save_id
         meta = {
             "schema_version": SCHEMA_VERSION,
+            "save_id": save_id,
             "spec": self.spec.to_dict(),
             "method": self.method,
             "backend": self.backend,
@@ -131,42 +157,55 @@ class FitResult:
             "timings": self.timings,
             "info": self.info,
             "versions": self.versions,
-            "losses": None if self.losses is None else np.asarray(self.losses).tolist(),
+            "losses": self.losses,
             "has_variational": self.variational is not None,
         }
+        non_finite: list[list[str | int]] = []
+        meta = _null_non_finite(meta, [], non_finite)
+        meta["non_finite"] = non_finite
+        text = json.dumps(meta, indent=2, sort_keys=True, allow_nan=False)
 
-        def write_json(tmp: str) -> None:
-            Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True))
+        def write(folder: Path) -> None:
+            idata.to_netcdf(str(folder / _IDATA_FILE), engine="h5netcdf")
+            if self.variational is not None:
+                dataset = _variational_dataset(self.variational)
+                dataset.attrs["save_id"] = save_id
+                dataset.to_netcdf(folder / _VARIATIONAL_FILE, engine="h5netcdf")
+            (folder / _META_FILE).write_text(text)
 
-        write_atomic(out / _META_FILE, write_json)
-        return out
+        return write_dir_atomic(out, write)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> FitResult:
-        """Read a result written by :meth:`save`."""
-        az = import_arviz()
+        """Read a result written by :meth:`save`, checked whole.
+
+        Raises:
+            FileNotFoundError: There is no ``fit.json`` at ``path``.
+            ResultFileError: A file is missing, truncated or corrupt, a key is missing, or the
+                files disagree (the spec with the draws' sites and shapes, the method and save
+                with the draws); the message names the file and what is wrong.
+        """
         src = Path(path)
         meta_path = src / _META_FILE
         if not meta_path.is_file():
             raise FileNotFoundError(f"no saved fit at {src}: {meta_path} is missing")
-        meta = json.loads(meta_path.read_text())
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(
-                f"{meta_path} has schema version {meta.get('schema_version')!r}, "
-                f"this version of ppl_bnn reads {SCHEMA_VERSION}"
-            )
-        idata = az.from_netcdf(src / _IDATA_FILE, engine="h5netcdf")
-        spec = BNNSpec.from_dict(meta["spec"])
-        draws = {s.name: idata.posterior[s.name].values.copy() for s in spec.sites()}
-        stats = (
-            {k: v.values.copy() for k, v in idata.sample_stats.data_vars.items()}
-            if "sample_stats" in idata.groups()
-            else {}
-        )
+        meta = _read_meta(meta_path)
+        try:
+            spec = BNNSpec.from_dict(meta["spec"])
+        except (TypeError, ValueError, KeyError) as err:
+            raise ResultFileError(f"{meta_path}: the spec cannot be read: {err}") from err
+        method = _check_method(meta, meta_path)
+        groups = _read_idata(src / _IDATA_FILE)
+        _check_same_save(meta, groups["posterior"].attrs, src / _IDATA_FILE)
+        draws, stats, ll, observed = _check_draws(spec, method, groups, src / _IDATA_FILE)
         variational = None
         if meta["has_variational"]:
-            variational = _read_variational(src / _VARIATIONAL_FILE)
+            variational = _read_variational(src / _VARIATIONAL_FILE, spec, meta)
         losses = meta["losses"]
+        try:
+            losses = None if losses is None else np.asarray(losses, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ResultFileError(f"{meta_path}: 'losses' is not an array of numbers") from err
         return cls(
             spec=spec,
             method=meta["method"],
@@ -174,15 +213,178 @@ class FitResult:
             seed=meta["seed"],
             options=meta["options"],
             draws=draws,
-            log_likelihood=idata.log_likelihood["y"].values.copy(),
-            observed=idata.observed_data["y"].values.copy(),
+            log_likelihood=ll,
+            observed=observed,
             timings=meta["timings"],
             sample_stats=stats,
-            losses=None if losses is None else np.asarray(losses, dtype=np.float64),
+            losses=losses,
             variational=variational,
             info=meta["info"],
             versions=meta["versions"],
         )
+
+
+class ResultFileError(ValueError):
+    """A saved result that cannot be read as one whole fit; the message names the file and what
+    is wrong with it."""
+
+
+def _check_replaceable(out: Path) -> None:
+    """``FileExistsError`` unless ``out`` is absent, empty or holds only a saved fit's files (a
+    save replaces the whole folder, and must not take anything else with it)."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise FileExistsError(f"cannot save a fit to {out}: it exists and is not a folder")
+    others = sorted(
+        entry.name
+        for entry in out.iterdir()
+        if entry.name not in _FILES
+        and not any(entry.name.startswith(f".{name}.") for name in _FILES)
+    )
+    if others:
+        raise FileExistsError(
+            f"cannot save a fit to {out}: it holds {', '.join(others[:5])}, which are no saved "
+            "fit's files and would be replaced with the folder; choose another folder"
+        )
+
+
+def _null_non_finite(value: Any, path: list[str | int], found: list[list[str | int]]) -> Any:
+    """``value`` as strict JSON: every non-finite number becomes ``None`` and its path (keys and
+    list indices) goes into ``found``; a numeric list is listed once, by its own path."""
+    if isinstance(value, Mapping):
+        return {k: _null_non_finite(v, [*path, k], found) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        inner: list[list[str | int]] = []
+        out = [_null_non_finite(v, [*path, i], inner) for i, v in enumerate(value)]
+        numeric = all(is_number(v) for v in value)
+        found.extend([path] if inner and numeric else inner)
+        return out
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append(path)
+        return None
+    return value
+
+
+def _nan_for_null(value: Any) -> Any:
+    if value is None:
+        return float("nan")
+    if isinstance(value, list):
+        return [_nan_for_null(v) for v in value]
+    return value
+
+
+def _read_meta(meta_path: Path) -> dict[str, Any]:
+    """``fit.json``, every key checked present, its nulls listed under ``non_finite`` as NaN."""
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ResultFileError(
+            f"{meta_path} is not valid JSON (truncated or corrupt?): {err}"
+        ) from err
+    if not isinstance(meta, dict):
+        raise ResultFileError(f"{meta_path} holds no JSON object")
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise ResultFileError(
+            f"{meta_path} has schema version {meta.get('schema_version')!r}, "
+            f"this version of ppl_bnn reads {SCHEMA_VERSION}"
+        )
+    missing = [key for key in _META_KEYS if key not in meta]
+    if missing:
+        raise ResultFileError(f"{meta_path} lacks the key(s) {', '.join(map(repr, missing))}")
+    for place in meta.get("non_finite", []):
+        try:
+            *parents, last = place
+            holder = meta
+            for key in parents:
+                holder = holder[key]
+            holder[last] = _nan_for_null(holder[last])
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise ResultFileError(
+                f"{meta_path}: non_finite lists {place!r}, which is not in the file"
+            ) from err
+    return meta
+
+
+def _check_method(meta: dict[str, Any], meta_path: Path) -> Method:
+    """The method ``fit.json`` names, which must run on the backend it names."""
+    try:
+        return get_method(meta["method"], meta["backend"])
+    except ValueError as err:
+        raise ResultFileError(f"{meta_path}: {err}") from err
+
+
+def _read_idata(path: Path) -> dict[str, Any]:
+    """The groups of ``inference_data.nc``, read whole (a truncated file fails here)."""
+    az = import_arviz()
+    if not path.is_file():
+        raise ResultFileError(f"{path} is missing: the saved fit is incomplete")
+    try:
+        with az.rc_context({"data.load": "eager"}):
+            idata = az.from_netcdf(path, engine="h5netcdf")
+    except Exception as err:  # h5py and xarray raise many types for a damaged file
+        raise ResultFileError(f"{path} cannot be read (truncated or corrupt?): {err}") from err
+    groups = {name: idata[name] for name in idata.groups()}
+    for name in ("posterior", "log_likelihood", "observed_data"):
+        if name not in groups:
+            raise ResultFileError(f"{path} has no {name} group")
+    return groups
+
+
+def _check_same_save(meta: dict[str, Any], attrs: Mapping[str, Any], path: Path) -> None:
+    """``ResultFileError`` unless the netCDF file at ``path`` was saved with this ``fit.json``:
+    the save id (written by each save into every file) and what ran, where both record them."""
+    for key in ("save_id", "method", "backend", "seed"):
+        if meta.get(key) is None or key not in attrs:  # written before save_id existed
+            continue
+        if attrs.get(key) != meta[key]:
+            raise ResultFileError(
+                f"{path} holds the draws of another save ({key} {attrs.get(key)!r}, but "
+                f"fit.json says {meta[key]!r}): the folder mixes two fits"
+            )
+
+
+def _check_draws(
+    spec: BNNSpec, method: Method, groups: dict[str, Any], path: Path
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Draws, sample stats, log-likelihood and observed targets, checked against the spec (the
+    sites and their shapes) and the method (sampler statistics for Markov chains only)."""
+    posterior = groups["posterior"]
+    sites = {s.name: s.shape for s in spec.sites()}
+    stored = set(map(str, posterior.data_vars))
+    if stored != set(sites):
+        raise ResultFileError(
+            f"{path} holds the sites {sorted(stored)}, but the spec in fit.json has "
+            f"{sorted(sites)}: the files disagree"
+        )
+    draws = {name: posterior[name].values.copy() for name in sites}
+    lead = draws[next(iter(sites))].shape[:2]
+    for name, shape in sites.items():
+        if draws[name].shape != (*lead, *shape):
+            raise ResultFileError(
+                f"{path}: site {name!r} has draws of shape {draws[name].shape}, but the spec in "
+                f"fit.json gives it the shape {shape} (draws {(*lead, *shape)})"
+            )
+    observed = groups["observed_data"]["y"].values.copy()
+    ll = groups["log_likelihood"]["y"].values.copy()
+    if ll.shape != (*lead, observed.shape[0]):
+        raise ResultFileError(
+            f"{path}: the log-likelihood has shape {ll.shape}, expected {(*lead, observed.size)}"
+        )
+    stats = {}
+    if "sample_stats" in groups:
+        stats = {str(k): v.values.copy() for k, v in groups["sample_stats"].data_vars.items()}
+    chain = method.family == Family.MARKOV_CHAIN
+    if chain != bool(stats) or any(v.shape != lead for v in stats.values()):
+        raise ResultFileError(
+            f"{path}: sampler statistics {sorted(stats)} do not fit method {method.name!r} "
+            f"with draws {lead}"
+        )
+    return draws, stats, ll, observed
 
 
 def _variational_dataset(variational: Mapping[str, Mapping[str, np.ndarray]]) -> Any:
@@ -195,12 +397,29 @@ def _variational_dataset(variational: Mapping[str, Mapping[str, np.ndarray]]) ->
     return xr.Dataset(data)
 
 
-def _read_variational(path: Path) -> dict[str, dict[str, np.ndarray]]:
+def _read_variational(
+    path: Path, spec: BNNSpec, meta: dict[str, Any]
+) -> dict[str, dict[str, np.ndarray]]:
     import xarray as xr
 
+    if not path.is_file():
+        raise ResultFileError(f"{path} is missing, but fit.json says the fit has a guide")
     out: dict[str, dict[str, np.ndarray]] = {}
-    with xr.open_dataset(path, engine="h5netcdf") as dataset:
-        for key, var in dataset.data_vars.items():
-            kind, name = str(key).split("__", 1)
-            out.setdefault(kind, {})[name] = var.values.copy()
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as dataset:
+            attrs = dict(dataset.attrs)
+            for key, var in dataset.data_vars.items():
+                kind, name = str(key).split("__", 1)
+                out.setdefault(kind, {})[name] = var.values.copy()
+    except Exception as err:  # h5py and xarray raise many types for a damaged file
+        raise ResultFileError(f"{path} cannot be read (truncated or corrupt?): {err}") from err
+    _check_same_save(meta, attrs, path)
+    sites = {s.name: s.shape for s in spec.sites()}
+    for kind, params in out.items():
+        for name, arr in params.items():
+            if sites.get(name) != arr.shape:
+                raise ResultFileError(
+                    f"{path}: guide {kind} {name!r} has shape {arr.shape}, but the spec in "
+                    f"fit.json has {sites.get(name, 'no such site')}"
+                )
     return out

@@ -7,6 +7,11 @@ import pytest
 
 from ppl_bnn import BNN, FitResult, available_methods, fit
 from ppl_bnn.backends import BACKENDS
+from ppl_bnn.methods import METHODS, backend_options, get_method, make_options
+from ppl_bnn.methods.base import option_backends
+from ppl_bnn.methods.nuts import NUTSOptions
+from ppl_bnn.methods.sgld import SGLDOptions
+from ppl_bnn.methods.svi import SVIOptions
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +165,50 @@ def test_predict_1d_inputs(fitted: FitResult) -> None:
 def test_predict_empty_inputs(fitted: FitResult) -> None:
     with pytest.raises(ValueError, match="x has no rows"):
         fitted.predict(np.zeros((0, 1)))
+
+
+# --- options that one backend only reads --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "option", "value"),
+    [
+        ("nuts", "potential", "eager"),
+        ("hmc", "potential", "compiled"),
+        ("svi", "update", "pyro"),
+        ("svi", "jit", False),
+        ("laplace", "update", "fused"),
+        ("ensemble", "jit", True),
+        ("sgld", "jit", False),
+        ("sghmc", "jit", True),
+    ],
+)
+def test_pyro_only_option_on_numpyro_is_refused(
+    model: BNN, method: str, option: str, value: object
+) -> None:
+    smoke = get_method(method, "numpyro").smoke
+    match = rf"option '{option}' of method '{method}' applies to the pyro backend only"
+    with pytest.raises(ValueError, match=match) as info:
+        fit(model, method, backend="numpyro", **smoke, **{option: value})
+    assert "backend 'numpyro' does not read it" in str(info.value)
+
+
+def test_backend_only_options_are_declared_on_the_options_fields() -> None:
+    """One place says which backend an option belongs to: its field; every table entry agrees."""
+    assert option_backends(NUTSOptions) == {"potential": "pyro"}
+    assert option_backends(SVIOptions) == {"jit": "pyro", "update": "pyro"}
+    assert option_backends(SGLDOptions) == {"jit": "pyro"}
+    for method in METHODS:
+        assert set(option_backends(method.options).values()) <= set(BACKENDS), method.name
+
+
+def test_stored_options_with_every_field_still_read_back(fitted: FitResult) -> None:
+    """A NumPyro result stores the defaults of Pyro-only options; reading them back (as the
+    benchmark's evaluation does) is not a fit and names no backend."""
+    assert fitted.options["update"] == "fused"
+    entry = get_method("svi", "numpyro")
+    assert make_options(entry, fitted.options).num_steps == 5
+    assert backend_options(entry, "numpyro", fitted.options).keys() == (
+        fitted.options.keys() - {"jit", "update"}
+    )
+    assert backend_options(entry, "pyro", fitted.options) == fitted.options

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import shutil
+
 import arviz as az
 import numpy as np
 import pyro
@@ -9,6 +13,7 @@ import pytest
 import torch
 
 from ppl_bnn import BNN, FitResult, fit
+from ppl_bnn.results import ResultFileError
 
 RUNS = {
     "svi": {"num_steps": 300, "num_draws": 200},
@@ -175,3 +180,92 @@ def test_pyro_svi_fits_do_not_share_parameters(model):
     b = fit(model, "svi", backend="pyro", seed=0, num_steps=1, num_draws=2)
     for name in a.variational["loc"]:
         np.testing.assert_array_equal(a.variational["loc"][name], b.variational["loc"][name])
+
+
+# --- what save writes and load accepts ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(model):
+    """A fit that takes no compilation: Pyro SVI, eager, a few steps."""
+    return fit(model, "svi", backend="pyro", seed=2, jit=False, num_steps=5, num_draws=4)
+
+
+def _strict_json(text: str) -> dict:
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_fit_json_is_strict_and_non_finite_numbers_come_back_as_nan(tiny, tmp_path):
+    nan, inf = float("nan"), float("inf")
+    result = dataclasses.replace(
+        tiny,
+        timings={**tiny.timings, "broken": nan},
+        info={**tiny.info, "trace": [1.0, nan, -inf], "note": None},
+        losses=np.array([3.0, nan, inf]),
+    )
+    path = result.save(tmp_path / "fit")
+    meta = _strict_json((path / "fit.json").read_text())
+    assert meta["timings"]["broken"] is None
+    assert meta["losses"] == [3.0, None, None]
+    assert sorted(meta["non_finite"]) == [["info", "trace"], ["losses"], ["timings", "broken"]]
+    loaded = FitResult.load(path)
+    assert np.isnan(loaded.timings["broken"])
+    assert loaded.info["trace"][0] == 1.0 and np.isnan(loaded.info["trace"][1:]).all()
+    assert loaded.info["note"] is None  # a null that stood for nothing stays None
+    np.testing.assert_array_equal(loaded.losses, [3.0, nan, nan])
+
+
+def _edit_meta(path, edit) -> None:
+    meta_path = path / "fit.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+
+
+def test_load_refuses_a_spec_that_does_not_fit_the_draws(tiny, tmp_path):
+    path = tiny.save(tmp_path / "fit")
+    _edit_meta(path, lambda meta: meta["spec"]["layers"][0].update(units=5))  # hidden (4,) -> (5,)
+    with pytest.raises(ResultFileError, match=r"inference_data.nc: site 'w0' has draws of shape"):
+        FitResult.load(path)
+
+
+def test_load_refuses_a_folder_that_mixes_two_saves(tiny, model, tmp_path):
+    other = fit(model, "map", backend="pyro", seed=2, jit=False, num_steps=5)
+    first, second = tiny.save(tmp_path / "svi"), other.save(tmp_path / "map")
+    shutil.copy(second / "fit.json", first / "fit.json")
+    with pytest.raises(ResultFileError, match=r"holds the draws of another save .*mixes two fits"):
+        FitResult.load(first)
+
+
+@pytest.mark.parametrize("key", ["method", "spec", "has_variational"])
+def test_load_names_a_missing_key_and_the_file(tiny, tmp_path, key):
+    path = tiny.save(tmp_path / "fit")
+    _edit_meta(path, lambda meta: meta.pop(key))
+    with pytest.raises(ResultFileError, match=rf"fit.json lacks the key\(s\) '{key}'"):
+        FitResult.load(path)
+
+
+def test_save_never_replaces_a_folder_holding_other_files(tiny, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match=r"mine: it holds notes.txt, which are no saved fit"):
+        tiny.save(folder)
+    assert (folder / "notes.txt").read_text() == "keep me"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError, match="exists and is not a folder"):
+        tiny.save(tmp_path / "file")
+
+
+def test_save_over_a_saved_fit_replaces_it_whole(tiny, model, tmp_path):
+    other = fit(model, "map", backend="pyro", seed=2, jit=False, num_steps=5)
+    path = tiny.save(tmp_path / "fit")
+    assert (path / "variational.nc").is_file()
+    other.save(path)
+    loaded = FitResult.load(path)
+    assert loaded.method == "map" and loaded.variational is None
+    assert sorted(p.name for p in path.iterdir()) == ["fit.json", "inference_data.nc"]
+    assert [p.name for p in tmp_path.iterdir()] == ["fit"]  # no staging folder left behind

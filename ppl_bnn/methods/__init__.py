@@ -22,7 +22,7 @@ from ppl_bnn.methods import (
     sgld,
     svi,
 )
-from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.methods.base import Family, Method, option_backends
 
 #: Every method, in report order (exact samplers first, then SG-MCMC, VI, point estimates).
 METHODS: tuple[Method, ...] = (
@@ -69,8 +69,13 @@ def get_method(name: str, backend: str) -> Method:
     return method
 
 
-def make_options(method: Method, options: dict[str, Any]) -> Any:
-    """``method``'s options dataclass; unknown names raise an error listing the valid ones."""
+def make_options(method: Method, options: dict[str, Any], backend: str | None = None) -> Any:
+    """``method``'s options dataclass; unknown names raise an error listing the valid ones.
+
+    With ``backend``, an option given that another backend only reads (declared on its field
+    with :func:`~ppl_bnn.methods.base.backend_option`) raises an error naming the option and the
+    backend it applies to. Options stored with every field filled in are read without it.
+    """
     valid = [f.name for f in fields(method.options) if f.init]
     unknown = sorted(set(options) - set(valid))
     if unknown:
@@ -78,4 +83,19 @@ def make_options(method: Method, options: dict[str, Any]) -> Any:
             f"unknown option(s) {', '.join(map(repr, unknown))} for method {method.name!r}; "
             f"valid options: {', '.join(valid)}"
         )
-    return method.options(**options)
+    made = method.options(**options)
+    if backend is not None:
+        for name, only in option_backends(method.options).items():
+            if name in options and only != backend:
+                raise ValueError(
+                    f"option {name!r} of method {method.name!r} applies to the {only} backend "
+                    f"only; backend {backend!r} does not read it: drop it"
+                )
+    return made
+
+
+def backend_options(method: Method, backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without those that another backend only reads: one set of options written
+    for several backends, made fit for ``backend``."""
+    others = {k for k, only in option_backends(method.options).items() if only != backend}
+    return {k: v for k, v in options.items() if k not in others}

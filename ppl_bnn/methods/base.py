@@ -3,9 +3,10 @@ a method raises when it breaks down."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,25 @@ class RunOutput:
     losses: np.ndarray | None = None
     variational: dict[str, dict[str, np.ndarray]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+
+
+#: Metadata key of an options field that one backend only reads: the backend's name.
+BACKEND_ONLY = "backend"
+
+
+def backend_option(default: Any, backend: str) -> Any:
+    """An options dataclass field that only ``backend`` reads (e.g. Pyro's ``potential``).
+
+    Declared on the field, so the options class is the one place that says it; ``fit`` refuses
+    the option, when given, on any other backend (see :func:`option_backends`).
+    """
+    return field(default=default, metadata={BACKEND_ONLY: backend})
+
+
+def option_backends(options: type) -> dict[str, str]:
+    """``{option: backend}`` for each field of the options class ``options`` that one backend
+    only reads."""
+    return {f.name: f.metadata[BACKEND_ONLY] for f in fields(options) if BACKEND_ONLY in f.metadata}
 
 
 #: ``(name, target, options, seed) -> RunOutput``: what drivers and backend-neutral runners are.
@@ -97,7 +117,43 @@ class Method:
 
 
 class DivergedError(RuntimeError):
-    """A method produced non-finite values before it could return any usable draw."""
+    """A method broke down numerically (a non-finite loss, draw, step or log density) and has
+    no usable draw to return; raised alike by every backend (see
+    :mod:`ppl_bnn.methods.divergence`).
+
+    Attributes:
+        method: The method's name.
+        step: The step it broke down at; a list (one entry per chain or ensemble member, None
+            for those that did not) where several ran; None where no step applies (a sampler
+            with no finite starting point, non-finite draws).
+        sites: The sites whose values became non-finite, where known.
+        cause: The likely cause, in words.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str = "",
+        step: int | list[int | None] | None = None,
+        sites: Sequence[str] = (),
+        cause: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.method, self.step, self.sites, self.cause = method, step, tuple(sites), cause
+
+    def details(self) -> dict[str, Any]:
+        """The ``info`` entries a result marked diverged carries, for this breakdown."""
+        return {
+            "diverged": True,
+            "diverged_at_step": self.step,
+            "diverged_sites": list(self.sites),
+            "diverged_cause": self.cause,
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {"method": self.method, "step": self.step, "sites": self.sites}
+        return (partial(type(self), cause=self.cause, **fields), (str(self),))
 
 
 class HessianError(RuntimeError):

@@ -8,15 +8,18 @@ other posterior approximation.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.methods import map_estimate
-from ppl_bnn.methods.base import Family, Method, RunOutput
+from ppl_bnn.methods.base import DivergedError, Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_positive_int
 from ppl_bnn.seeding import child_seed
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,15 +39,37 @@ class EnsembleOptions(map_estimate.MAPOptions):
 
 
 def run(name: str, target: Target, options: EnsembleOptions, seed: int) -> RunOutput:
-    """K ``map`` fits on the target's backend, their modes as K draws of one chain."""
+    """K ``map`` fits on the target's backend, their modes as K draws of one chain.
+
+    A member that diverges (:class:`~ppl_bnn.methods.base.DivergedError`) is left out: the
+    members that stayed finite are returned, marked diverged (``info``: ``diverged_at_step``
+    per member, ``members_diverged``); when none did, the ensemble raises.
+    """
     run_map = map_estimate.METHOD.runner(target.backend)
     member_options = options.member_options()
-    members = [
-        run_map(
-            map_estimate.METHOD.name, target, member_options, child_seed(seed, f"{name}_member{k}")
+    members: list[RunOutput] = []
+    failures: dict[int, DivergedError] = {}
+    for k in range(options.num_members):
+        try:
+            member_seed = child_seed(seed, f"{name}_member{k}")
+            members.append(run_map(map_estimate.METHOD.name, target, member_options, member_seed))
+        except DivergedError as err:
+            failures[k] = err
+    steps = [failures[k].step if k in failures else None for k in range(options.num_members)]
+    if failures:
+        first = next(iter(failures.values()))
+        sites = sorted({site for err in failures.values() for site in err.sites})
+        breakdown = DivergedError(
+            f"{name.upper()} diverged in {len(failures)} of its {options.num_members} members "
+            f"(the first: {first})",
+            method=name,
+            step=steps,
+            sites=[s.name for s in target.spec.sites() if s.name in sites],
+            cause=first.cause,
         )
-        for k in range(options.num_members)
-    ]
+        if not members:
+            raise breakdown
+        logger.warning("%s; keeping the %d members that stayed finite", breakdown, len(members))
     draws = {
         site: np.concatenate([m.draws[site] for m in members], axis=1) for site in members[0].draws
     }
@@ -53,10 +78,8 @@ def run(name: str, target: Target, options: EnsembleOptions, seed: int) -> RunOu
         for phase in ("compile", "warmup", "sampling")
     }
     info = {**members[0].info, "num_members": options.num_members}
-    diverged = [m.info["diverged_at_step"] for m in members if "diverged_at_step" in m.info]
-    info.pop("diverged_at_step", None)
-    if diverged:
-        info["members_diverged"] = len(diverged)
+    if failures:
+        info.update(breakdown.details(), members_diverged=len(failures))
     losses = np.stack([m.losses for m in members])
     return RunOutput(draws=draws, timings=timings, losses=losses, info=info)
 

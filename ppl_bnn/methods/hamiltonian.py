@@ -23,12 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods.base import DivergedError, backend_option
 from ppl_bnn.methods.checks import (
     check_bool,
     check_positive_float,
     check_positive_int,
     check_probability,
 )
+from ppl_bnn.methods.divergence import diverged
 
 #: Pyro potentials: flat-vector ones (see :mod:`ppl_bnn.backends.pyro.potential`), then Pyro's own.
 PYRO_POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
@@ -61,7 +64,7 @@ class MCMCOptions:
     target_accept: float = 0.8
     step_size: float = 1.0
     dense_mass: bool = False
-    potential: str = "compiled"
+    potential: str = backend_option("compiled", "pyro")
 
     def __post_init__(self) -> None:
         check_positive_int("num_warmup", self.num_warmup, minimum=0)
@@ -74,6 +77,17 @@ class MCMCOptions:
             raise ValueError(
                 f"unknown potential {self.potential!r}; available: {', '.join(PYRO_POTENTIALS)}"
             )
+
+
+def no_finite_start(name: str, target: Target) -> DivergedError:
+    """The error of a sampler that finds no starting point where the log density and its
+    gradient are finite (every library tries about 100 random points), with the likely cause."""
+    return diverged(
+        name,
+        "the log density or its gradient is not finite at any starting point tried "
+        "(initialisation)",
+        target.model,
+    )
 
 
 def tree_depth(num_steps: np.ndarray) -> np.ndarray:

@@ -34,24 +34,23 @@ Posterior draws come from each library's own guide sampler (NumPyro ``sample_pos
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ppl_bnn.backends.base import Target
-from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.base import DivergedError, RunOutput, backend_option
 from ppl_bnn.methods.checks import (
     check_batch_size,
     check_bool,
     check_positive_float,
     check_positive_int,
 )
+from ppl_bnn.methods.divergence import check_finite_draws, diverged, nonfinite_sites
 from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.seeding import numpy_generator
-
-logger = logging.getLogger(__name__)
 
 #: Pyro's optimiser updates: one fused Adam over all guide parameters, or Pyro's ``SVI.step``.
 PYRO_UPDATES: tuple[str, ...] = ("fused", "pyro")
@@ -80,8 +79,8 @@ class OptimisationOptions:
     num_steps: int = 5000
     learning_rate: float = 0.01
     num_particles: int = 1
-    jit: bool = True
-    update: str = "fused"
+    jit: bool = backend_option(True, "pyro")
+    update: str = backend_option("fused", "pyro")
     batch_size: int | None = None
     kl_weight: float = 1.0
 
@@ -158,14 +157,46 @@ HESSIAN_MESSAGE = (
 )
 
 
-def check_finite(losses: np.ndarray, info: dict[str, Any]) -> None:
+def loss_error(
+    name: str,
+    target: Target,
+    options: OptimisationOptions,
+    step: int,
+    sites: Sequence[str] = (),
+) -> DivergedError:
+    """The error of an optimisation whose loss became non-finite at ``step``."""
+    return diverged(
+        name,
+        "the loss became non-finite",
+        target.model,
+        step=step,
+        sites=sites,
+        step_option=("learning_rate", options.learning_rate),
+    )
+
+
+def check_losses(
+    name: str,
+    target: Target,
+    options: OptimisationOptions,
+    losses: np.ndarray,
+    params: Mapping[str, Any],
+) -> None:
+    """:func:`loss_error` when a loss is not finite.
+
+    A NaN or infinite loss (or gradient, which makes the next loss NaN) leaves a guide with no
+    usable distribution, so the fit stops, naming the step, the guide's non-finite sites
+    (``params``: the guide parameters by the library's names) and the likely cause. Call it
+    before the guide is used (Laplace's Hessian, posterior draws).
+    """
     bad = np.flatnonzero(~np.isfinite(losses))
     if bad.size:
-        info["diverged_at_step"] = int(bad[0])
-        logger.warning("loss became non-finite at step %d", bad[0])
+        sites = nonfinite_sites(params, target.model)
+        raise loss_error(name, target, options, int(bad[0]), sites)
 
 
 def finish(
+    name: str,
     target: Target,
     options: OptimisationOptions,
     losses: np.ndarray,
@@ -174,6 +205,7 @@ def finish(
     variational: dict | None,
     info: dict[str, Any],
 ) -> RunOutput:
+    """The driver's output, draws shaped (1, draws, ...) and checked finite."""
     losses = options.kl_weight * losses
     info.update(
         {
@@ -182,13 +214,13 @@ def finish(
             "tempered": options.kl_weight != 1.0,
         }
     )
-    check_finite(losses, info)
     sites = {s.name: s.shape for s in target.spec.sites()}
     draws = {
         k: np.asarray(v, dtype=np.float32).reshape(1, options.draws, *sites[k])
         for k, v in draws.items()
         if k in sites
     }
+    check_finite_draws(name, draws, target.model)
     return RunOutput(
         draws=draws, timings=timings, losses=losses, variational=variational, info=info
     )

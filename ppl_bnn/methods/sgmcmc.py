@@ -35,19 +35,21 @@ chain; the draws taken before it are kept (chains are cut to a common length).""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppl_bnn.methods.base import DivergedError, RunOutput
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods.base import RunOutput, backend_option
 from ppl_bnn.methods.checks import (
     check_batch_size,
     check_bool,
     check_positive_float,
     check_positive_int,
 )
+from ppl_bnn.methods.divergence import diverged
 from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.seeding import child_seed, numpy_generator
@@ -90,7 +92,7 @@ class SGMCMCOptions:
     batch_size: int | None = None
     num_chains: int = 1
     temperature: float = 1.0
-    jit: bool = True
+    jit: bool = backend_option(True, "pyro")
 
     def __post_init__(self) -> None:
         check_positive_int("num_samples", self.num_samples)
@@ -190,36 +192,42 @@ def kept_draws(diverged_at: np.ndarray, options: SGMCMCOptions) -> np.ndarray:
 
 def finish(
     name: str,
+    target: Target,
     draws: dict[str, np.ndarray],
     stats: dict[str, np.ndarray],
     diverged_at: np.ndarray,
+    sites: Sequence[str],
     options: SGMCMCOptions,
     timings: dict[str, float],
     info: dict[str, Any],
 ) -> RunOutput:
+    """The driver's output: chains cut to the draws kept before any divergence.
+
+    Args:
+        diverged_at: Per chain, the step whose log density or state was not finite (-1: none).
+        sites: The sites whose state became non-finite where a chain diverged (empty when only
+            the log density was).
+    """
     kept = kept_draws(diverged_at, options)
+    steps = [int(s) if s >= 0 else None for s in diverged_at]
     info.update(
-        {
-            "tempered": options.temperature != 1.0,
-            "diverged": bool(np.any(diverged_at >= 0)),
-            "diverged_at_step": [int(s) if s >= 0 else None for s in diverged_at],
-        }
+        {"tempered": options.temperature != 1.0, "diverged": False, "diverged_at_step": steps}
     )
-    if info["diverged"]:
-        if kept.min() == 0:
-            raise DivergedError(
-                f"{name.upper()} diverged (non-finite value) at step(s) "
-                f"{info['diverged_at_step']} before any draw was kept; "
-                f"try a smaller step_size than {options.step_size}"
-            )
-        n = int(kept.min())
-        info["draws_dropped_to_align_chains"] = int(kept.sum() - n * len(kept))
-        logger.warning(
-            "%s diverged at step(s) %s; keeping %d draws per chain",
-            name.upper(),
-            info["diverged_at_step"],
-            n,
-        )
-        draws = {k: v[:, :n] for k, v in draws.items()}
-        stats = {k: v[:, :n] for k, v in stats.items()}
+    if not np.any(diverged_at >= 0):
+        return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)
+    breakdown = {
+        "what": "a step gave a non-finite log density or state",
+        "model": target.model,
+        "step": steps,
+        "sites": sites,
+        "step_option": ("step_size", options.step_size),
+    }
+    if kept.min() == 0:
+        raise diverged(name, context="before any draw was kept", **breakdown)
+    info.update(diverged(name, **breakdown).details())
+    n = int(kept.min())
+    info["draws_dropped_to_align_chains"] = int(kept.sum() - n * len(kept))
+    logger.warning("%s diverged at step(s) %s; keeping %d draws per chain", name, steps, n)
+    draws = {k: v[:, :n] for k, v in draws.items()}
+    stats = {k: v[:, :n] for k, v in stats.items()}
     return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)

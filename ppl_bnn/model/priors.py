@@ -61,7 +61,10 @@ def _event(distribution: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _positive_finite(name: str, value: object) -> float:
-    if not is_number(value) or not (0 < value < float("inf")):
+    if not is_number(value):
+        kind = type(value).__name__
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}: a {kind}, not a number")
+    if not (0 < value < float("inf")):
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
     return float(value)
 

@@ -86,12 +86,17 @@ class Site:
         return prod(self.shape)
 
 
+def check_likelihood_name(likelihood: object) -> None:
+    """``ValueError`` listing the allowed names unless ``likelihood`` is one of them."""
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"unknown likelihood {likelihood!r}; allowed: {', '.join(LIKELIHOODS)}")
+
+
 def _check_likelihood(
     likelihood: object, noise: object, num_classes: object
 ) -> tuple[float | str | None, int | None]:
     """``(noise, num_classes)`` normalised, or ``ValueError`` naming what does not fit."""
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"unknown likelihood {likelihood!r}; allowed: {', '.join(LIKELIHOODS)}")
+    check_likelihood_name(likelihood)
     if likelihood == "gaussian":
         if num_classes is not None:
             raise ValueError("num_classes applies to the categorical likelihood only")
@@ -117,10 +122,11 @@ def _check_input_dim(input_dim: object) -> int:
 
 
 def _as_tuple(value: object) -> object:
-    """Lists and arrays as tuples; anything else unchanged (for validation to judge)."""
+    """Lists and arrays as tuples; anything else (strings and bytes too) unchanged, for
+    validation to judge."""
     if isinstance(value, np.ndarray):
         value = value.tolist()
-    if isinstance(value, Sequence) and not isinstance(value, str):
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return tuple(value)
     return value
 
@@ -374,9 +380,16 @@ def _check_scales(prior_scale: object, num_layers: int) -> tuple[float, ...]:
         scales = (scales,) * num_layers
     elif not isinstance(scales, tuple):
         raise ValueError(
-            f"prior_scale must be a number or one number per layer, got {prior_scale!r}"
+            f"prior_scale must be a number or one number per layer, got {prior_scale!r}: "
+            f"a {type(scales).__name__}, not a number"
         )
-    elif len(scales) != num_layers:
+    not_numbers = [s for s in scales if not is_number(s)]
+    if not_numbers:
+        raise ValueError(
+            f"prior_scale values must be finite and > 0, got {prior_scale!r}: "
+            f"{not_numbers[0]!r} is a {type(not_numbers[0]).__name__}, not a number"
+        )
+    if len(scales) != num_layers:
         raise ValueError(
             f"prior_scale has {len(scales)} values but the network has {num_layers} "
             "layers (len(hidden) + 1)"

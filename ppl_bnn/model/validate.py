@@ -6,17 +6,36 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.model.spec import BNNSpec, check_likelihood_name
 
 #: Largest number of classes inferred from labels (a guard against mistaken float targets).
 MAX_CLASSES = 100_000
+#: Largest magnitude of a Gaussian target: beyond it a squared residual over a noise std as small
+#: as 1e-3 overflows float32 (whose square root of the largest value is 1.8e19), and the log
+#: density is -inf wherever a sampler or optimiser starts.
+MAX_TARGET = 1e16
+
+
+def _check_numeric(arr: np.ndarray, name: str) -> None:
+    """``ValueError`` naming ``name`` unless ``arr`` holds real numbers (or booleans)."""
+    if arr.dtype.kind in "mM":
+        raise ValueError(
+            f"{name} has dtype {arr.dtype}: dates and durations are not numbers the model can "
+            "use; convert them to floats first (e.g. seconds since a reference time)"
+        )
+    if arr.dtype.kind == "c":
+        raise ValueError(
+            f"{name} is complex (dtype {arr.dtype}): the model takes real numbers; pass the real "
+            "and imaginary parts (or the magnitude) as real features"
+        )
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
 
 
 def validate_inputs(x: object, input_dim: int | None = None, name: str = "x") -> np.ndarray:
     """``x`` as a finite float32 array of shape (N, D); ``ValueError`` naming the problem."""
     arr = np.asarray(x)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    _check_numeric(arr, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional (N, D), got shape {arr.shape}")
     if arr.shape[0] == 0:
@@ -44,9 +63,9 @@ def validate_targets(
     y: object, n: int, likelihood: str, num_classes: int | None = None, name: str = "y"
 ) -> np.ndarray:
     """``y`` as float32 (regression) or int64 labels 0..K-1 (classification), length ``n``."""
+    check_likelihood_name(likelihood)
     arr = np.asarray(y)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    _check_numeric(arr, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional (N,), got shape {arr.shape}")
     if arr.shape[0] != n:
@@ -57,6 +76,14 @@ def validate_targets(
                 f"{name} contains {int(np.sum(~np.isfinite(arr)))} non-finite value(s)"
             )
         _check_float32_range(arr, name)
+        largest = float(np.max(np.abs(arr)))
+        if largest > MAX_TARGET:
+            raise ValueError(
+                f"{name} has values of magnitude up to {largest:.1e}: too large for the Gaussian "
+                f"likelihood (|{name}| must stay below {MAX_TARGET:.0e}, or its squared residuals "
+                "overflow float32 and the log density is -inf everywhere); standardise the "
+                f"targets first, e.g. ({name} - {name}.mean()) / {name}.std()"
+            )
         return arr.astype(np.float32)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite labels")

@@ -127,7 +127,10 @@ def test_divergence_keeps_the_draws_before_it(problem, backend):
 
 @pytest.mark.parametrize("backend", ["numpyro", "pyro"])
 def test_divergence_before_any_draw_is_an_error(problem, backend):
-    with pytest.raises(DivergedError, match=r"before any draw was kept; try a smaller step_size"):
+    with pytest.raises(
+        DivergedError,
+        match=r"before any draw was kept; likely cause: step size too large \(step_size=50\)",
+    ):
         fit(problem.model, "sgld", backend=backend, step_size=50.0, num_burnin=100, num_samples=5)
 
 

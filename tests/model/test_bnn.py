@@ -360,3 +360,67 @@ def test_values_beyond_float32_are_a_clear_error() -> None:
         BNN(x, np.zeros(3), hidden=(2,), noise=0.1)
     with pytest.raises(ValueError, match=r"y has values beyond the float32 range"):
         BNN(np.zeros((3, 1)), np.array([0.0, 1e39, 1.0]), hidden=(2,), noise=0.1)
+
+
+# --- inputs that used to get a misleading error, or none ------------------------------------------
+
+
+def test_unknown_likelihood_is_named_before_the_targets_are_read(xy) -> None:
+    x, y = xy
+    with pytest.raises(ValueError, match=r"unknown likelihood 'poisson'; allowed: gaussian, cat"):
+        BNN(x, y, hidden=(3,), likelihood="poisson")
+
+
+@pytest.mark.parametrize(
+    ("prior_scale", "match"),
+    [
+        ("1", r"prior_scale must be a number .*, got '1': a str, not a number"),
+        (["1"], r"prior_scale values must be finite and > 0, got \['1'\]: '1' is a str, not a"),
+        ((1.0, "2"), r"got \(1.0, '2'\): '2' is a str, not a number"),
+        (b"1", r"prior_scale must be a number .*, got b'1': a bytes, not a number"),
+        (np.array("1"), r"prior_scale must be a number .*: a str, not a number"),
+    ],
+)
+def test_prior_scale_that_is_not_a_number_says_so(xy, prior_scale: object, match: str) -> None:
+    x, y = xy
+    with pytest.raises(ValueError, match=match):
+        BNN(x, y, hidden=(3,), prior_scale=prior_scale, noise=0.1)
+
+
+def test_prior_that_is_not_a_number_says_so() -> None:
+    with pytest.raises(ValueError, match=r"Normal scale must be .*, got '1': a str, not a number"):
+        priors.Normal("1")
+
+
+@pytest.mark.parametrize("magnitude", [1e30, -1e17])
+def test_targets_too_large_for_the_likelihood_are_named(xy, magnitude: float) -> None:
+    x, y = xy
+    y = y.copy()
+    y[4] = magnitude
+    match = (
+        rf"y has values of magnitude up to {abs(magnitude):.1e}: too large for the Gaussian "
+        r"likelihood .* standardise the targets"
+    ).replace("+", r"\+")
+    with pytest.raises(ValueError, match=match):
+        BNN(x, y, hidden=(3,), noise=0.1)
+    BNN(x, y / abs(magnitude), hidden=(3,), noise=0.1)  # the same targets, standardised
+
+
+@pytest.mark.parametrize("dtype", ["timedelta64[s]", "datetime64[s]"])
+@pytest.mark.parametrize("name", ["x", "y"])
+def test_dates_and_durations_are_refused(xy, dtype: str, name: str) -> None:
+    x, y = xy
+    data = {"x": x, "y": y}
+    data[name] = np.round(data[name] * 100).astype(dtype)
+    match = rf"{name} has dtype {dtype}: dates and durations are not numbers".replace("[", r"\[")
+    with pytest.raises(ValueError, match=match):
+        BNN(data["x"], data["y"], hidden=(3,), noise=0.1)
+
+
+@pytest.mark.parametrize("name", ["x", "y"])
+def test_complex_data_is_refused(xy, name: str) -> None:
+    x, y = xy
+    data = {"x": x, "y": y}
+    data[name] = data[name] + 1j
+    with pytest.raises(ValueError, match=rf"{name} is complex \(dtype complex128\): the model"):
+        BNN(data["x"], data["y"], hidden=(3,), noise=0.1)

@@ -13,13 +13,16 @@ from numpyro.infer import SVI, autoguide, init_to_uniform
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
     OptimisationOptions,
     batch_schedule_for,
+    check_losses,
     finish,
+    loss_error,
 )
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
@@ -38,22 +41,34 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
     schedule = None if schedule is None else jnp.asarray(schedule)
 
-    def one_step(state, idx):
+    def one_step(carry, idx):
+        state, stopped = carry
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
-        return svi.update(state, xb, yb, likelihood_scale=scale)
+        new, loss = svi.update(state, xb, yb, likelihood_scale=scale)
+        # After a non-finite loss the state stays where the optimisation broke down, as Pyro's
+        # loop stops there, so that check_losses names the sites that broke down on both.
+        new = jax.tree.map(lambda a, b: jnp.where(stopped, b, a), new, state)
+        return (new, stopped | ~jnp.isfinite(loss)), loss
 
     def optimise(state, schedule):
-        return lax.scan(one_step, state, schedule, length=options.num_steps)
+        (state, _), losses = lax.scan(
+            one_step, (state, jnp.array(False)), schedule, length=options.num_steps
+        )
+        return state, losses
 
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
-    state = svi.init(key_init, x, y, likelihood_scale=full_scale)
+    # NumPyro refuses to start where the loss is not finite: a breakdown at step 0.
+    with ops.no_valid_start_as(lambda: loss_error(name, target, options, 0)):
+        state = svi.init(key_init, x, y, likelihood_scale=full_scale)
     compiled = jax.jit(optimise).lower(state, schedule).compile()
     compiled_at = now()
     state, losses = jax.block_until_ready(compiled(state, schedule))
     end = now()
     params = svi.get_params(state)
+    losses = np.asarray(losses)
+    check_losses(name, target, options, losses, params)
     if options.GUIDE == "AutoLaplaceApproximation":
         with warnings.catch_warnings():
             warnings.filterwarnings("error", message="Hessian of log posterior at the MAP")
@@ -82,4 +97,4 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     }
     info = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
     draws = {k: np.asarray(v) for k, v in draws.items()}
-    return finish(target, options, np.asarray(losses), draws, timings, variational, info)
+    return finish(name, target, options, losses, draws, timings, variational, info)

@@ -11,8 +11,9 @@ import numpy as np
 from numpyro.infer import HMC, MCMC, NUTS, init_to_uniform
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.methods.base import RunOutput
-from ppl_bnn.methods.hamiltonian import MCMCOptions, tree_depth
+from ppl_bnn.methods.hamiltonian import MCMCOptions, no_finite_start, tree_depth
 from ppl_bnn.methods.nuts import NUTSOptions
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
@@ -55,7 +56,7 @@ def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput
     fields = tuple(_NUMPYRO_FIELDS)
     key_warmup = jax.random.PRNGKey(child_seed(seed, "mcmc_warmup"))
     key_sample = jax.random.PRNGKey(child_seed(seed, "mcmc_sample"))
-    with CompileClock() as clock:
+    with CompileClock() as clock, ops.no_valid_start_as(lambda: no_finite_start(name, target)):
         start = now()
         if options.num_warmup > 0:
             mcmc.warmup(key_warmup, x, y, extra_fields=fields)

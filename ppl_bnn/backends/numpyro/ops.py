@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache, partial
 from typing import Any
 
@@ -39,6 +40,19 @@ PPL_NUMPYRO = PPL(
         "sigmoid": jax.nn.sigmoid,
     },
 )
+
+
+@contextlib.contextmanager
+def no_valid_start_as(error: Callable[[], Exception]) -> Iterator[None]:
+    """Raise ``error()`` in place of NumPyro's error for a model whose log density is not finite
+    at any starting point tried ("Cannot find valid initial parameters", from ``MCMC`` and from
+    an autoguide's initialisation)."""
+    try:
+        yield
+    except RuntimeError as err:
+        if "Cannot find valid initial parameters" not in str(err):
+            raise
+        raise error() from err
 
 
 def model(spec: BNNSpec) -> Any:

@@ -39,9 +39,12 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
 
     value_and_grad = jax.value_and_grad(log_density)
     init, step = options.kernel()
+    names = [site.name for site in spec.sites()]
 
     def one_step(carry, inputs):
-        state, diverged_at = carry
+        # Per chain: the state, the step it diverged at (-1: none) and, from that step, which
+        # sites' positions were not finite.
+        state, diverged_at, bad_sites = carry
         key, idx = inputs
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
         lp, grad = value_and_grad(state.position, xb, yb)
@@ -57,6 +60,9 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         )
         alive = diverged_at < 0
         ok = finite & alive
+        first = alive & ~finite
+        nonfinite = jnp.stack([~jnp.all(jnp.isfinite(new.position[k])) for k in names])
+        bad_sites = jnp.where(first, nonfinite, bad_sites)
 
         def keep_finite(a, b):
             return jnp.where(ok, a, b)
@@ -67,8 +73,8 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
                 for f in site_fields(new)
             }
         )
-        diverged_at = jnp.where(alive & ~finite, state.step, diverged_at)
-        return (new, diverged_at), info
+        diverged_at = jnp.where(first, state.step, diverged_at)
+        return (new, diverged_at, bad_sites), info
 
     def burn(carry, key, idx):
         keys = jax.random.split(key, options.num_burnin)
@@ -88,8 +94,12 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     chains = options.num_chains
     starts = initial_positions(target.model, chains, seed, name)
     position = {k: jnp.stack([jnp.asarray(s[k]) for s in starts]) for k in starts[0]}
-    carry = (jax.vmap(init)(position), jnp.full((chains,), -1, dtype=jnp.int32))
-    carry = (carry[0]._replace(step=jnp.zeros((chains,), jnp.int32)), carry[1])
+    state = jax.vmap(init)(position)._replace(step=jnp.zeros((chains,), jnp.int32))
+    carry = (
+        state,
+        jnp.full((chains,), -1, dtype=jnp.int32),
+        jnp.zeros((chains, len(names)), dtype=bool),
+    )
     key_burn, key_sample = jax.random.split(jax.random.PRNGKey(child_seed(seed, name)))
     burn_keys = jax.random.split(key_burn, chains)
     sample_keys = jax.random.split(key_sample, chains)
@@ -115,4 +125,6 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     draws = {k: np.asarray(v) for k, v in theta.items()}
     stats = {"step_size": np.asarray(infos.step_size), "lp": np.asarray(infos.log_density)}
     info = {"batch_size": batch, "chain_method": "vectorized"}
-    return finish(name, draws, stats, np.asarray(carry[1]), options, timings, info)
+    bad_sites = np.asarray(carry[2]).any(axis=0)
+    sites = [site for site, bad in zip(names, bad_sites, strict=True) if bad]
+    return finish(name, target, draws, stats, np.asarray(carry[1]), sites, options, timings, info)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
     OptimisationOptions,
     batch_schedule_for,
+    check_losses,
     finish,
 )
 from ppl_bnn.seeding import child_seed
@@ -69,7 +71,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             return update(x, y, likelihood_scale=scale)
         return update(x[batches[i]], y[batches[i]], likelihood_scale=scale)
 
-    losses = np.empty(options.num_steps, dtype=np.float64)
+    losses = np.full(options.num_steps, np.nan)
     with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
         guide = getattr(autoguide, options.GUIDE)(
             program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
@@ -80,13 +82,23 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             update = SVI(program, guide, adam, elbo).step
         else:
             update = _FusedAdamStep(program, guide, elbo, options.learning_rate)
-        start = now()
-        # The first step traces the model and guide (and JIT-compiles them with JitTrace_ELBO).
-        losses[0] = step(0)
-        first = now()
-        for i in range(1, options.num_steps):
-            losses[i] = step(i)
-        end = now()
+        # Pyro checks every distribution's arguments and raises on a NaN, and warns of a NaN
+        # loss; NumPyro does neither. The optimisation runs unchecked, as NumPyro's, so that a
+        # breakdown gives a non-finite loss on both backends and stops the fit the same way,
+        # with one error (check_losses).
+        with pyro.validation_enabled(False), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Encountered NaN", category=UserWarning)
+            start = now()
+            # The first step traces the model and guide (and compiles them with JitTrace_ELBO).
+            losses[0] = step(0)
+            first = now()
+            for i in range(1, options.num_steps):
+                if not np.isfinite(losses[i - 1]):
+                    break
+                losses[i] = step(i)
+            end = now()
+        params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
+        check_losses(name, target, options, losses, params)
         if options.GUIDE == "AutoLaplaceApproximation":
             try:
                 guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
@@ -114,4 +126,4 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "guide": options.GUIDE,
         "torch_threads": torch.get_num_threads(),
     }
-    return finish(target, options, losses, draws, timings, variational, info)
+    return finish(name, target, options, losses, draws, timings, variational, info)

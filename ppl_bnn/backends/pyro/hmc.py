@@ -16,7 +16,7 @@ from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.potential import FlatPotential
 from ppl_bnn.backends.pyro.rng import seeded_torch
 from ppl_bnn.methods.base import RunOutput
-from ppl_bnn.methods.hamiltonian import MCMCOptions, tree_depth
+from ppl_bnn.methods.hamiltonian import MCMCOptions, no_finite_start, tree_depth
 from ppl_bnn.methods.nuts import NUTSOptions
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
@@ -102,7 +102,8 @@ class _ChainTarget:
     """What a Pyro chain samples: a potential over ``{site: tensor}``, a start, and the way back
     from the sampler's values to constrained site draws."""
 
-    def __init__(self, target: Target, options: MCMCOptions) -> None:
+    def __init__(self, name: str, target: Target, options: MCMCOptions) -> None:
+        self.name, self.target = name, target
         self.options = options
         self.x, self.y = target.x, target.y
         self.program = target.program
@@ -115,12 +116,17 @@ class _ChainTarget:
     def start(self) -> tuple[dict, Callable, dict]:
         """``(initial_params, potential_fn, transforms)`` for one chain, from torch's generator."""
         if self.flat is None:
-            init, potential_fn, transforms, _ = initialize_model(
-                self.program,
-                model_args=(self.x, self.y),
-                jit_compile=self.options.potential == "pyro_jit",
-                skip_jit_warnings=True,
-            )
+            try:
+                init, potential_fn, transforms, _ = initialize_model(
+                    self.program,
+                    model_args=(self.x, self.y),
+                    jit_compile=self.options.potential == "pyro_jit",
+                    skip_jit_warnings=True,
+                )
+            except (RuntimeError, ValueError) as err:  # "cannot find valid initial params"
+                if "valid initial params" not in str(err):
+                    raise
+                raise no_finite_start(self.name, self.target) from err
             return init, potential_fn, transforms
         flat = self.flat
         for _ in range(_INIT_ATTEMPTS):  # uniform(-2, 2) in unconstrained space, as NumPyro's
@@ -128,7 +134,7 @@ class _ChainTarget:
             with torch.no_grad():
                 if torch.isfinite(flat.energy(z, self.x, self.y)):
                     return {"z": z}, lambda params: flat(params["z"]), {}
-        raise RuntimeError(f"no finite potential at {_INIT_ATTEMPTS} random starting points")
+        raise no_finite_start(self.name, self.target)
 
     def draws(self, samples: dict) -> dict[str, np.ndarray]:
         """Constrained draws per site from the sampler's samples."""
@@ -166,7 +172,7 @@ def _run_chain(target: _ChainTarget, options: MCMCOptions) -> tuple[dict, dict, 
 def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput:
     """Pyro's ``MCMC`` with its NUTS or HMC kernel on the chosen potential; chains in sequence."""
     start = now()
-    chain_target = _ChainTarget(target, options)
+    chain_target = _ChainTarget(name, target, options)
     build = now() - start
     chains = []
     for chain in range(options.num_chains):

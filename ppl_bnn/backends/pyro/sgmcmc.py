@@ -9,6 +9,7 @@ import torch
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.potential import FlatPotential
 from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.divergence import nonfinite_sites
 from ppl_bnn.methods.sgmcmc import (
     SGMCMCOptions,
     batch_schedules,
@@ -42,7 +43,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     )  # fmt: skip
     timings = {"compile": now() - start, "warmup": 0.0, "sampling": 0.0}
     schedules = batch_schedules(n, batch, options, seed, name)
-    flat_per_chain, stats_per_chain, diverged_at = [], [], []
+    flat_per_chain, stats_per_chain, diverged_at, bad_sites = [], [], [], set()
     for chain, position in enumerate(starts):
         batches = None if schedules is None else torch.from_numpy(schedules[chain]).long()
         generator = torch.Generator().manual_seed(child_seed(seed, f"{name}_chain{chain}"))
@@ -65,6 +66,8 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
                 )
             if not finite:
                 diverged = t
+                position = potential.layout.unflatten(new.position["z"])
+                bad_sites.update(nonfinite_sites(position, target.model))
                 break
             state = new
             kept_step = t - options.num_burnin + 1
@@ -98,4 +101,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         "potential": potential.mode,
         "torch_threads": torch.get_num_threads(),
     }
-    return finish(name, draws, stats, np.asarray(diverged_at), options, timings, info)
+    sites = [site.name for site in spec.sites() if site.name in bad_sites]
+    return finish(
+        name, target, draws, stats, np.asarray(diverged_at), sites, options, timings, info
+    )
