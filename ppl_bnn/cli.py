@@ -4,7 +4,7 @@ reports, fetch data.
 ::
 
     ppl-bnn bench [--suite default] [--jobs N | --dask-address tcp://...] [--splits K]
-                  [--no-reference] [--reference-dir DIR]
+                  [--no-reference] [--reference-dir DIR] [--wait]
     ppl-bnn reference [--suite default] [--datasets a,b] [--splits K] [--reference-dir DIR]
     ppl-bnn report [--suite default]
     ppl-bnn data fetch uci --url URL [--data-dir DIR]
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ppl_bnn.bench import load_suite, run_suite
 from ppl_bnn.bench.runner import SweepSummary, run_references
+from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.data import fetch, resolve_data_dir
 from ppl_bnn.reference import describe_reference
@@ -69,6 +70,7 @@ def _bench(args: argparse.Namespace) -> int:
         jax_cache=jax_cache,
         references=not args.no_reference,
         reference_dir=args.reference_dir,
+        wait=args.wait,
     )
     _log_references(summary)
     logger.info(
@@ -125,7 +127,7 @@ def _report(args: argparse.Namespace) -> int:
     try:
         args.suite_name = load_suite(args.suite).name
     except SuiteError:
-        args.suite_name = Path(args.suite).stem
+        args.suite_name = check_name(f"--suite {args.suite}", Path(args.suite).stem)
     results = _results_dir(args)
     if not (results / "cells").is_dir():
         logger.error("no stored results in %s: run `ppl-bnn bench --suite %s` first", results,
@@ -171,7 +173,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--dask-address", default=None, help="run cells on this Dask scheduler")
     bench.add_argument("--methods", default=None, help="comma-separated subset of methods")
     bench.add_argument("--backends", default=None, help="comma-separated subset of backends")
-    bench.add_argument("--force", action="store_true", help="rerun every cell")
+    bench.add_argument(
+        "--force",
+        action="store_true",
+        help="rerun every cell (a rerun that fails keeps the earlier result)",
+    )
+    bench.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for another sweep on the same results folder to end (default: exit 2)",
+    )
     bench.add_argument("--no-report", action="store_true", help="do not render the report")
     bench.add_argument(
         "--no-jax-cache", action="store_true", help="disable JAX's persistent compilation cache"

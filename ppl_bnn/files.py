@@ -38,13 +38,24 @@ _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
 
+def _new_file_mode() -> int:
+    """The mode ``open`` gives a new file under this process's umask (``0o666 & ~umask``)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)``, fsync, then rename onto ``path``: never a half-written file."""
+    """Call ``write(tmp_path)``, fsync, then rename onto ``path``: never a half-written file.
+
+    The file gets the mode a plain ``open`` would give it (the umask's), not the 0600 of the
+    temporary file it is written through."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, _new_file_mode())
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ppl_bnn import cli
+from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary
 from ppl_bnn.cli import build_parser, main
 from tests.data.conftest import DEFAULT_SHARED_DATA
@@ -122,6 +123,8 @@ def test_bench_passes_reference_flags_and_does_not_fail_on_a_reference(
         assert main([*base, "--no-reference"]) == 0
     assert calls[0]["references"] and calls[0]["reference_dir"] == str(tmp_path / "refs")
     assert not calls[1]["references"] and calls[1]["reference_dir"] is None
+    assert not calls[0]["wait"]
+    assert main([*base, "--wait"]) == 0 and calls[2]["wait"]
     assert "WARNING" in caplog.text and "reference sine-split0: computed, timeout" in caplog.text
     assert "references that failed or timed out: sine-split0" in caplog.text
 
@@ -135,3 +138,53 @@ def test_reference_command_needs_a_reference_table(
     with caplog.at_level(logging.ERROR):
         assert main(["reference", "--suite", str(suite)]) == 2
     assert "has no [reference] table" in caplog.text
+
+
+TINY_SUITE = """
+name = "NAME"
+backends = ["numpyro"]
+[model]
+hidden = [4]
+[[datasets]]
+name = "sine"
+[methods.svi]
+num_steps = 50
+num_draws = 20
+"""
+
+
+def test_bench_refuses_a_results_folder_another_sweep_holds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY_SUITE.replace("NAME", "tiny"))
+    reports = tmp_path / "reports"
+    with hold_lock(reports / "tiny" / LOCK_FILE), caplog.at_level(logging.ERROR):
+        assert main(["bench", "--suite", str(suite), "--reports-dir", str(reports)]) == 2
+    assert f"is held by pid {os.getpid()} on " in caplog.text and "--wait" in caplog.text
+    assert not (reports / "tiny" / "cells").exists()
+
+
+@pytest.mark.parametrize("name", ["../escaped", "", ".hidden"])
+def test_a_suite_name_that_is_not_a_plain_file_name_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str
+) -> None:
+    suite = tmp_path / "hostile.toml"
+    suite.write_text(TINY_SUITE.replace("NAME", name))
+    reports = tmp_path / "reports"
+    with caplog.at_level(logging.ERROR):
+        assert main(["bench", "--suite", str(suite), "--reports-dir", str(reports),
+                     "--no-report"]) == 2  # fmt: skip
+    assert "name must be a plain file name" in caplog.text and repr(name) in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile.toml"]
+
+
+def test_report_refuses_a_suite_path_whose_name_leaves_the_reports_folder(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "cells").mkdir()  # what reports/.. would hold
+    (tmp_path / "r").mkdir()
+    with caplog.at_level(logging.ERROR):
+        assert main(["report", "--suite", "...toml", "--reports-dir", str(tmp_path / "r")]) == 2
+    assert "name must be a plain file name" in caplog.text
+    assert not (tmp_path / "index.html").exists()

@@ -60,7 +60,15 @@ from typing import Any
 
 from ppl_bnn.bench.bare_costs import TORCH_VARIANTS
 from ppl_bnn.bench.cell import PROBE_KINDS, Probe
-from ppl_bnn.bench.schema import SuiteError, check_keys, check_options, check_timeout
+from ppl_bnn.bench.schema import (
+    SuiteError,
+    check_int,
+    check_keys,
+    check_model,
+    check_name,
+    check_options,
+    check_timeout,
+)
 from ppl_bnn.data import dataset_names
 
 # The JAX caches the throughput probe runs its cells with: filled beforehand, or none.
@@ -116,9 +124,9 @@ def _check_choices(
 def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSuite:
     """Validate a performance suite given as the parsed TOML."""
     check_keys(where, raw, _KEYS)
-    name = str(raw.get("name", ""))
-    if not name:
+    if "name" not in raw:
         raise SuiteError(f"{where}: missing required key 'name'")
+    name = check_name(where, raw["name"])
     repeats = raw.get("repeats", 3)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise SuiteError(f"{where}: repeats must be an integer >= 1, got {repeats!r}")
@@ -130,6 +138,9 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             raise SuiteError(
                 f"{where} [problems.{key}]: unknown dataset {problem.get('dataset')!r}"
             )
+        check_model(f"{where} [problems.{key}] model", problem.get("model", {}))
+        if problem.get("max_train") is not None:
+            check_int(f"{where} [problems.{key}]", problem, "max_train", 0, minimum=1)
 
     probes: list[Probe] = []
 

@@ -25,6 +25,7 @@ from ppl_bnn.bench.runner import SweepSummary, run_suite
 from ppl_bnn.bench.suite import Suite, parse_suite
 from ppl_bnn.data import load_dataset
 from ppl_bnn.fit import fit
+from ppl_bnn.methods import backend_options, get_method
 from ppl_bnn.methods.nuts import NUTSOptions
 from ppl_bnn.methods.svi import SVIOptions
 from ppl_bnn.model.bnn import BNN
@@ -264,7 +265,8 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     for backend in ("numpyro", "pyro"):
         grads, compiles = [], []
         for _ in range(params["repeats"]):
-            result = fit(model, "nuts", backend=backend, seed=0, **nuts)
+            options = backend_options(get_method("nuts", backend), backend, nuts)
+            result = fit(model, "nuts", backend=backend, seed=0, **options)
             grads.append(result.timings["sampling"] / max(1, result.sample_stats["n_steps"].sum()))
             compiles.append(result.timings["compile"])
         mode = result.info.get("pyro_mode", "")

@@ -1,9 +1,14 @@
 """Run one cell in a child process with a timeout, staging its files until they are complete.
 
-The child writes into a staging directory beside the cell's final directory; only when it has
-finished (or has been recorded as timed out or crashed), and the caller has added what it adds
-(a reference's ``reference.json``), does the staging directory replace the final one. An earlier
-result is therefore never half-overwritten, and killing a sweep loses nothing already written.
+The child writes into a staging directory beside the cell's final directory (see
+:func:`ppl_bnn.files.staging_dir`); only when it has finished (or has been recorded as timed out or
+crashed), and the caller has added what it adds (a reference's ``reference.json``), does the
+staging directory replace the final one. An earlier result is therefore never half-overwritten,
+and killing a sweep loses nothing already written.
+
+A run that failed or timed out never replaces a complete (``ok`` or ``diverged``) result: its
+record is kept beside it as an attempt (:func:`ppl_bnn.bench.record.write_attempt`), so a forced
+rerun that crashes leaves the earlier result in place.
 """
 
 from __future__ import annotations
@@ -15,14 +20,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ppl_bnn.bench.cell import base_record, cell_from_dict
 from ppl_bnn.bench.environment import thread_environment, timestamp
-from ppl_bnn.bench.record import read_record, write_record
+from ppl_bnn.bench.record import COMPLETE, read_record, write_attempt, write_record
+from ppl_bnn.bench.staging import install, share
+from ppl_bnn.files import staging_dir
 from ppl_bnn.runtime import cpu_count
 
 logger = logging.getLogger(__name__)
@@ -40,15 +46,22 @@ def dask_threads() -> int | None:
     return max(1, cpu_count() // max(1, worker.state.nthreads))
 
 
-def install(staging: Path, final: Path) -> None:
-    """Move ``staging`` to ``final``, replacing what was there."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-    os.replace(staging, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def _finish(staging: Path, final: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Install ``staging`` as ``final``, unless ``record`` failed and ``final`` holds a complete
+    result: then keep that result, add the record to its attempts and return the record with
+    ``kept``, the status of the result kept."""
+    earlier = read_record(final) if record["status"] not in COMPLETE else None
+    if earlier is None or earlier.get("status") not in COMPLETE:
+        install(staging, final)
+        return record
+    record = {**record, "kept": earlier["status"]}
+    share(write_attempt(final, record).parent)
+    shutil.rmtree(staging, ignore_errors=True)
+    logger.warning(
+        "%s: this run %s; the earlier %s result is kept", final.name, record["status"],
+        earlier["status"],
+    )  # fmt: skip
+    return record
 
 
 def run_cell_process(
@@ -68,16 +81,19 @@ def run_cell_process(
     Args:
         cell_dict: The cell or probe, as its ``to_dict()``.
         out_dir: The directory its files end up in (e.g. ``<results>/cells/<cell_id>``),
-            replacing what was there.
+            replacing what was there unless this run failed and that is a complete result.
         data_dir, threads, jax_cache: Passed to the worker.
         before_install: Called with the staging directory and the record once the record is
             written, before the directory is installed.
+
+    Returns:
+        The record of this run; with ``kept`` (the earlier result's status) when it failed and
+        the earlier result was kept.
     """
     cell = cell_from_dict(cell_dict)
     threads = threads or dask_threads() or 1
     final = Path(out_dir)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+    staging = staging_dir(final)
     command = [sys.executable, "-m", "ppl_bnn.bench.worker", json.dumps(cell.to_dict())]
     command += [str(staging), "--threads", str(threads), "--parent-pid", str(os.getpid())]
     if data_dir:
@@ -124,6 +140,6 @@ def run_cell_process(
         write_record(staging, record)
     if before_install is not None:
         before_install(staging, record)
-    install(staging, final)
+    record = _finish(staging, final, record)
     logger.info("%s: %s", cell.cell_id, record["status"])
     return record

@@ -11,7 +11,9 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
   ``finished_at`` (ISO 8601) and ``files`` (the netCDF files written);
 - ``inference_data.nc``: the fit as ArviZ InferenceData;
 - ``predictions.nc``: predictive summaries at the test inputs (and on a grid for 1-D sets) in
-  original units, out-of-distribution entropies and the loss trace.
+  original units, out-of-distribution entropies and the loss trace;
+- ``attempts/<time>.json``, only where a rerun failed or timed out while the folder held a
+  complete (``ok`` or ``diverged``) result: that rerun's record, the result staying in place.
 
 Every file is written atomically (temporary file, fsync, rename), the record last, so a record
 that exists describes files that are complete.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,21 @@ SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"
 IDATA_FILE = "inference_data.nc"
 PREDICTIONS_FILE = "predictions.nc"
+ATTEMPTS_DIR = "attempts"
 STATUSES = ("ok", "failed", "timeout", "diverged")
+#: Statuses of a result (the method ran to its end, or broke down numerically: reproducible).
+COMPLETE = ("ok", "diverged")
+#: Statuses without a result.
+FAILED = ("failed", "timeout")
+
+
+class RecordError(ValueError):
+    """A ``record.json`` that cannot be used: where it is and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 def _jsonable(value: Any) -> Any:
@@ -47,36 +64,88 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def write_record(cell_dir: Path, record: Mapping[str, Any]) -> Path:
-    """Validate and atomically write ``record.json`` into ``cell_dir``."""
+def _dump(record: Mapping[str, Any]) -> str:
     if record.get("status") not in STATUSES:
         raise ValueError(f"record status must be one of {STATUSES}, got {record.get('status')!r}")
-    text = json.dumps(_jsonable({"schema_version": SCHEMA_VERSION, **record}), indent=2)
+    return json.dumps(_jsonable({"schema_version": SCHEMA_VERSION, **record}), indent=2)
+
+
+def write_record(cell_dir: Path, record: Mapping[str, Any]) -> Path:
+    """Validate and atomically write ``record.json`` into ``cell_dir``."""
+    text = _dump(record)
     path = cell_dir / RECORD_FILE
     write_atomic(path, lambda tmp: Path(tmp).write_text(text))
     return path
 
 
-def read_record(cell_dir: Path) -> dict[str, Any] | None:
-    """The record in ``cell_dir``, or None if there is none or it is from another schema."""
+def load_record(cell_dir: Path) -> dict[str, Any]:
+    """The record in ``cell_dir``.
+
+    Raises:
+        RecordError: there is none, it is not JSON, it is from another schema, or it lacks its
+            cell id or a valid status.
+    """
     path = cell_dir / RECORD_FILE
-    if not path.is_file():
-        return None
     try:
         record = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None
+    except FileNotFoundError as err:
+        raise RecordError(path, "missing") from err
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(path, f"unreadable ({type(err).__name__}: {err})") from err
+    if not isinstance(record, dict):
+        raise RecordError(path, "not a JSON object")
     if record.get("schema_version") != SCHEMA_VERSION:
-        return None
+        version = record.get("schema_version")
+        raise RecordError(path, f"schema version {version!r}, not {SCHEMA_VERSION}")
+    if not isinstance(record.get("cell_id"), str) or record.get("status") not in STATUSES:
+        raise RecordError(path, "no cell_id or no valid status")
     return record
 
 
-def read_records(results_dir: Path) -> list[dict[str, Any]]:
-    """Every readable record under ``results_dir/cells``, sorted by cell id (staging
-    directories, whose names start with a dot, are not results yet)."""
+def read_record(cell_dir: Path) -> dict[str, Any] | None:
+    """The record in ``cell_dir``, or None if there is none, it does not parse or it is from
+    another schema."""
+    try:
+        return load_record(cell_dir)
+    except RecordError:
+        return None
+
+
+def cell_dirs(results_dir: Path) -> list[Path]:
+    """The cell folders under ``results_dir/cells``, sorted (staging folders, whose names start
+    with a dot, are not results yet)."""
     cells = Path(results_dir) / "cells"
     if not cells.is_dir():
         return []
-    dirs = [d for d in sorted(cells.iterdir()) if d.is_dir() and not d.name.startswith(".")]
-    records = [read_record(d) for d in dirs]
+    return [d for d in sorted(cells.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+
+
+def read_records(results_dir: Path) -> list[dict[str, Any]]:
+    """Every readable record under ``results_dir/cells``, sorted by cell id."""
+    records = [read_record(d) for d in cell_dirs(results_dir)]
     return [r for r in records if r is not None]
+
+
+def write_attempt(cell_dir: Path, record: Mapping[str, Any]) -> Path:
+    """Keep the record of a rerun that failed beside the result it did not replace, as
+    ``attempts/<finished_at>.json``."""
+    text = _dump(record)
+    stamp = str(record.get("finished_at") or "").replace(":", "").replace("+0000", "Z")
+    attempts = cell_dir / ATTEMPTS_DIR
+    path = attempts / f"{stamp or 'unknown'}-{os.getpid()}.json"
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text))
+    return path
+
+
+def read_attempts(cell_dir: Path) -> list[dict[str, Any]]:
+    """The records of reruns that failed and left the result in ``cell_dir`` in place, oldest
+    first (unreadable ones are skipped)."""
+    out = []
+    for path in sorted((cell_dir / ATTEMPTS_DIR).glob("*.json")):
+        try:
+            attempt = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(attempt, dict):
+            out.append(attempt)
+    return out

@@ -4,13 +4,20 @@ Results live in ``<results_dir>/cells/<cell_id>/`` (see :mod:`ppl_bnn.bench.reco
 ``<results_dir>/suite.json`` describing the sweep. A cell is skipped when its stored record has
 the same config hash and status ``ok`` or ``diverged`` (a divergence is a result of the method,
 reproducible from the seed); ``failed`` and ``timeout`` cells are kept as they are unless
-``rerun_failed``; ``force`` reruns every cell.
+``rerun_failed``; ``force`` reruns every cell. A rerun that fails never replaces a complete
+result (see :mod:`ppl_bnn.bench.process`).
+
+A sweep holds ``<results_dir>/.lock`` (:mod:`ppl_bnn.bench.lock`) from start to end: a second
+sweep on the same folder is refused (or waits), and only staging folders whose owner process
+is gone are cleaned up (:func:`ppl_bnn.files.clean_staging`).
 
 Reference posteriors (:mod:`ppl_bnn.reference`) are looked up in their content-addressed cache
 (``<cache root>/<key>/``) and computed only when absent (or, with ``rerun_failed``, when they
 failed or timed out), by the same worker process as cells and on the same executor, submitted
 before the cells since they are the longest jobs. ``force`` does not recompute them: a key
-fixes the result. Each reference's ``reference.json``, ``record.json`` and ``predictions.nc``
+fixes the result. A reference is computed under its cache entry's lock, so two sweeps that
+need it compute it once: the second waits and takes the first's. Each reference's
+``reference.json``, ``record.json`` and ``predictions.nc``
 are copied to ``<results_dir>/references/<dataset>-split<k>/``; a dataset with
 ``no_reference`` gets a ``reference.json`` saying why there is none. A failed reference never
 stops the sweep; it is listed in the summary.
@@ -23,7 +30,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from collections import Counter
 from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
@@ -33,11 +39,20 @@ from typing import Any
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.environment import environment, timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
-from ppl_bnn.bench.process import install, run_cell_process
-from ppl_bnn.bench.record import PREDICTIONS_FILE, RECORD_FILE, read_record
+from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
+from ppl_bnn.bench.process import run_cell_process
+from ppl_bnn.bench.record import (
+    COMPLETE,
+    FAILED,
+    PREDICTIONS_FILE,
+    RECORD_FILE,
+    read_attempts,
+    read_record,
+)
+from ppl_bnn.bench.staging import FILE_MODE, install
 from ppl_bnn.bench.suite import ReferenceJob, Suite
 from ppl_bnn.data import load_dataset
-from ppl_bnn.files import write_atomic
+from ppl_bnn.files import clean_staging, staging_dir, write_atomic
 from ppl_bnn.reference import (
     REFERENCE_FILE,
     REFERENCES_DIR,
@@ -54,8 +69,6 @@ from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
-COMPLETE = ("ok", "diverged")
-FAILED = ("failed", "timeout")
 #: What a reference's results folder gets from its cache entry (the InferenceData stays there).
 _PUBLISHED = (RECORD_FILE, PREDICTIONS_FILE)
 
@@ -83,8 +96,12 @@ class ReferenceOutcome:
 
 @dataclass(frozen=True)
 class _PendingReference:
+    """A reference to compute, and its cache entry's ``reference.json`` when it was planned
+    (a failed one, or None)."""
+
     job: ReferenceJob
     key: str
+    seen: dict[str, Any] | None = None
 
 
 @dataclass
@@ -112,10 +129,13 @@ class SweepSummary:
 def plan(
     cells: list[Cell], cells_dir: Path, *, rerun_failed: bool = False, force: bool = False
 ) -> tuple[list[Cell], list[dict[str, Any]]]:
-    """Split ``cells`` into those to run and the stored records of those to skip."""
+    """Split ``cells`` into those to run and the stored records of those to skip.
+
+    A cell's stored record of another configuration counts as its last failed attempt where a
+    rerun with the current configuration failed and left that earlier result in place."""
     todo, kept = [], []
     for cell in cells:
-        record = None if force else read_record(cells_dir / cell.cell_id)
+        record = None if force else _last_run(cells_dir / cell.cell_id, cell.config_hash())
         if record is None or record.get("config_hash") != cell.config_hash():
             todo.append(cell)
         elif record["status"] in COMPLETE or not rerun_failed:
@@ -123,6 +143,16 @@ def plan(
         else:
             todo.append(cell)
     return todo, kept
+
+
+def _last_run(cell_dir: Path, config_hash: str) -> dict[str, Any] | None:
+    """The record of the cell's result, or of its last failed attempt where that result has
+    another configuration."""
+    record = read_record(cell_dir)
+    if record is not None and record.get("config_hash") != config_hash:
+        attempts = read_attempts(cell_dir)
+        return attempts[-1] if attempts else record
+    return record
 
 
 def _document(job: ReferenceJob, **fields: Any) -> dict[str, Any]:
@@ -164,7 +194,7 @@ def plan_references(
         key = reference_key(cell.config(), data_fingerprint(data))
         cached = cached_reference(root, key, rerun_failed=rerun_failed)
         if cached is None:
-            todo.append(_PendingReference(job, key))
+            todo.append(_PendingReference(job, key, read_reference(root / key)))
         else:
             done.append(ReferenceOutcome(job.name, "cached", cached))
     return todo, done
@@ -174,8 +204,7 @@ def publish_reference(outcome: ReferenceOutcome, root: Path, results_dir: Path) 
     """Install ``<results_dir>/references/<name>/``: the outcome's ``reference.json`` and, where
     it has a cache entry, that entry's ``record.json`` and ``predictions.nc``."""
     final = results_dir / REFERENCES_DIR / outcome.name
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+    staging = staging_dir(final)
     key = outcome.document["key"]
     for name in _PUBLISHED if key else ():
         if (root / key / name).is_file():
@@ -183,6 +212,23 @@ def publish_reference(outcome: ReferenceOutcome, root: Path, results_dir: Path) 
     write_reference(staging, outcome.document)
     install(staging, final)
     return final
+
+
+def compute_reference(
+    cell_dict: dict[str, Any], entry: str, seen: dict[str, Any] | None, **process: Any
+) -> dict[str, Any] | None:
+    """Compute a reference into its cache entry ``entry`` under the entry's lock, unless another
+    process did while this one waited for it (the entry no longer holds ``seen``, what it held
+    when the reference was planned): then return None, else the reference cell's record.
+
+    Plain arguments, so the function can be shipped to a Dask worker; ``process`` goes to
+    :func:`ppl_bnn.bench.process.run_cell_process`.
+    """
+    path = Path(entry)
+    with hold_lock(path.with_name(f".{path.name}.lock"), wait=True):
+        if read_reference(path) != seen:
+            return None
+        return run_cell_process(cell_dict, entry, **process)
 
 
 def _submit_reference(
@@ -194,15 +240,18 @@ def _submit_reference(
         add_reference_file, key=pending.key, settings=pending.job.settings.as_dict()
     )
     entry = str(root / pending.key)
+    cell = pending.job.cell.to_dict()
     return executor.submit(
-        run_cell_process, pending.job.cell.to_dict(), entry, before_install=finish, **process
+        compute_reference, cell, entry, pending.seen, before_install=finish, **process
     )
 
 
 def _reference_outcome(future: Future, pending: _PendingReference, root: Path) -> ReferenceOutcome:
     job = pending.job
+    source = "computed"
     try:
-        future.result()
+        if future.result() is None:
+            source = "cached"  # by another process, while this one waited for it
         document = read_reference(root / pending.key)
     except Exception as err:  # an executor failure must not stop the sweep
         logger.exception("reference %s: the executor failed to run it", job.name)
@@ -210,7 +259,7 @@ def _reference_outcome(future: Future, pending: _PendingReference, root: Path) -
     if document is None:
         note = f"no {REFERENCE_FILE} in the cache entry {root / pending.key}"
         document = _document(job, status="failed", note=note)
-    return ReferenceOutcome(job.name, "computed", document)
+    return ReferenceOutcome(job.name, source, document)
 
 
 def _cell_status(future: Future, cell: Cell) -> str:
@@ -219,14 +268,6 @@ def _cell_status(future: Future, cell: Cell) -> str:
     except Exception:  # an executor failure must not stop the sweep
         logger.exception("%s: the executor failed to run the cell", cell.cell_id)
         return "failed"
-
-
-def _clean_staging(directory: Path) -> None:
-    """Remove staging directories left by a sweep that was killed."""
-    if directory.is_dir():
-        for path in directory.iterdir():
-            if path.name.startswith(".") and path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
 
 
 def _progress(total: int) -> Any:
@@ -282,11 +323,30 @@ def _sweep(
             bar.update()
 
 
+def current_configs(suite: Suite, data_dir: str | None) -> dict[str, str] | None:
+    """The config hash of every cell of the suite as it is now (all splits, every dataset,
+    method and backend, whatever this run selects), by cell id: what the report checks stored
+    records against. None where the whole suite cannot be listed (a set's data is missing)."""
+    try:
+        return {c.cell_id: c.config_hash() for c in suite.cells(data_dir=data_dir)}
+    except (OSError, ValueError) as err:
+        logger.info("%s: suite.json lists only this run's cells: %s", suite.name, err)
+        return None
+
+
 def write_suite_file(
-    suite: Suite, results_dir: Path, cells: list[Cell], *, references: bool = True, **extra: Any
+    suite: Suite,
+    results_dir: Path,
+    cells: list[Cell],
+    *,
+    references: bool = True,
+    configs: dict[str, str] | None = None,
+    **extra: Any,
 ) -> None:
     """``suite.json``: the suite, its reference settings (null when it has none or they were
-    not run), its cells and the environment it ran in."""
+    not run), the cells of this run, the config hash of every cell of the suite (``configs``,
+    see :func:`current_configs`; left out when None), the environment it ran in and
+    ``extra``."""
     reference = suite.reference.as_dict() if references and suite.reference else None
     data = {
         "name": suite.name,
@@ -295,10 +355,13 @@ def write_suite_file(
         "reference": reference,
         "environment": environment(),
         "cells": [c.to_dict() for c in cells],
+        **({"configs": configs} if configs is not None else {}),
         **extra,
     }
     text = json.dumps(data, indent=2)
-    write_atomic(results_dir / "suite.json", lambda tmp: Path(tmp).write_text(text))
+    path = results_dir / "suite.json"
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text))
+    path.chmod(FILE_MODE)
 
 
 def run_suite(
@@ -315,9 +378,11 @@ def run_suite(
     jax_cache: str | None = None,
     references: bool = True,
     reference_dir: str | Path | None = None,
+    wait: bool = False,
 ) -> SweepSummary:
     """Run the suite's reference posteriors that are not cached, then every cell that is not
-    already done; never stop at a failing cell or reference.
+    already done; never stop at a failing cell or reference. The results folder is locked
+    from start to end.
 
     Args:
         suite: The parsed suite.
@@ -334,6 +399,8 @@ def run_suite(
         jax_cache: JAX persistent compilation cache directory shared by the cells.
         references: Run the suite's references (when it has a ``[reference]`` table).
         reference_dir: The reference cache root (see :func:`ppl_bnn.reference.cache_root`).
+        wait: Wait for another sweep holding the results folder's lock to end, instead of
+            raising :class:`ppl_bnn.bench.lock.LockedError`.
     """
     if suite.kind == "perf":
         # Probes time things: by default one at a time, each with every core to itself.
@@ -352,50 +419,56 @@ def run_suite(
         jobs = jobs or 1
     start = now()
     results = Path(results_dir)
-    cells_dir = results / "cells"
-    cells_dir.mkdir(parents=True, exist_ok=True)
-    _clean_staging(cells_dir)
-    _clean_staging(results / REFERENCES_DIR)
-    cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
-    todo, kept = plan(cells, cells_dir, rerun_failed=rerun_failed, force=force)
-    summary = SweepSummary(skipped=len(kept))
-    for record in kept:
-        summary.statuses[record["status"]] += 1
-        if record["status"] in FAILED:
-            summary.failed_cells.append(record["cell_id"])
-    root = cache_root(reference_dir)
-    ref_jobs = []
-    if references and suite.reference is not None:
-        ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
-    ref_todo, ref_done = plan_references(
-        ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed
-    )
-    for outcome in ref_done:
-        publish_reference(outcome, root, results)
-    summary.references.extend(ref_done)
-    write_suite_file(suite, results, cells, references=references, wall_s=None)
-    logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
-                len(kept))  # fmt: skip
-    if ref_jobs:
-        logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
-                    len(ref_todo), root)  # fmt: skip
+    results.mkdir(parents=True, exist_ok=True)
+    with hold_lock(results / LOCK_FILE, wait=wait):
+        cells_dir = results / "cells"
+        cells_dir.mkdir(parents=True, exist_ok=True)
+        for directory in (cells_dir, results / REFERENCES_DIR):
+            clean_staging(directory)
+        cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
+        configs = current_configs(suite, data_dir)
+        todo, kept = plan(cells, cells_dir, rerun_failed=rerun_failed, force=force)
+        summary = SweepSummary(skipped=len(kept))
+        for record in kept:
+            summary.statuses[record["status"]] += 1
+            if record["status"] in FAILED:
+                summary.failed_cells.append(record["cell_id"])
+        root = cache_root(reference_dir)
+        ref_jobs = []
+        if references and suite.reference is not None:
+            ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
+            clean_staging(root)
+        ref_todo, ref_done = plan_references(
+            ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed
+        )
+        for outcome in ref_done:
+            publish_reference(outcome, root, results)
+        summary.references.extend(ref_done)
+        write_suite_file(suite, results, cells, references=references, configs=configs, wall_s=None)
+        logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
+                    len(kept))  # fmt: skip
+        if ref_jobs:
+            logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
+                        len(ref_todo), root)  # fmt: skip
 
-    executor_cm, threads = _executor(jobs, dask_address)
-    _sweep(
-        executor_cm,
-        ref_todo,
-        [(cell, cells_dir / cell.cell_id) for cell in todo],
-        summary,
-        root=root,
-        results=results,
-        data_dir=data_dir,
-        threads=threads,
-        jax_cache=jax_cache,
-    )
-    _in_job_order(summary, ref_jobs)
-    summary.wall_s = now() - start
-    write_suite_file(suite, results, cells, references=references, wall_s=summary.wall_s)
-    return summary
+        executor_cm, threads = _executor(jobs, dask_address)
+        _sweep(
+            executor_cm,
+            ref_todo,
+            [(cell, cells_dir / cell.cell_id) for cell in todo],
+            summary,
+            root=root,
+            results=results,
+            data_dir=data_dir,
+            threads=threads,
+            jax_cache=jax_cache,
+        )
+        _in_job_order(summary, ref_jobs)
+        summary.wall_s = now() - start
+        write_suite_file(
+            suite, results, cells, references=references, configs=configs, wall_s=summary.wall_s
+        )
+        return summary
 
 
 def run_references(
@@ -421,6 +494,7 @@ def run_references(
         raise ValueError(f"suite {suite.name!r} has no [reference] table: nothing to compute")
     start = now()
     root = cache_root(reference_dir)
+    clean_staging(root)
     ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
     todo, done = plan_references(ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed)
     summary = SweepSummary(references=done)

@@ -6,10 +6,20 @@ suites) validate with these, so a bad file gets the same kind of message whichev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
+from ppl_bnn.bench.cell import model_arguments
 from ppl_bnn.methods import get_method, make_options
+from ppl_bnn.model.priors import prior_from_dict
+from ppl_bnn.model.spec import BNNSpec
+
+#: The ``[model]`` keys: :class:`ppl_bnn.BNN` keywords other than the data and likelihood.
+MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise", "noise_prior"}
+#: What :func:`check_model` builds the model spec for: a regression set (noise keys apply).
+_REGRESSION = SimpleNamespace(task="regression")
 
 
 class SuiteError(ValueError):
@@ -23,12 +33,85 @@ def check_keys(where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
         raise SuiteError(f"{where}: unknown keys {unknown}; allowed: {sorted(allowed)}")
 
 
+def check_name(where: str, name: Any) -> str:
+    """A suite's name, which names its results folder: a plain file name (not empty, not hidden,
+    no path separator, printable)."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or name.startswith(".")
+        or "/" in name
+        or "\\" in name
+        or not name.isprintable()
+        or len(name.encode()) > 255
+    ):
+        raise SuiteError(
+            f"{where}: name must be a plain file name (it names the results folder: no path "
+            f"separator, no leading dot, printable), got {name!r}"
+        )
+    return name
+
+
 def check_timeout(where: str, raw: Mapping[str, Any], default: float = 600) -> float:
-    """``raw``'s ``timeout_s`` (else ``default`` seconds), which must be a positive number."""
+    """``raw``'s ``timeout_s`` (else ``default`` seconds), which must be a finite positive
+    number."""
     timeout = raw.get("timeout_s", default)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise SuiteError(f"{where}: timeout_s must be a positive number, got {timeout!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise SuiteError(f"{where}: timeout_s must be a finite positive number, got {timeout!r}")
     return float(timeout)
+
+
+def check_list(where: str, raw: Mapping[str, Any], key: str, default: Sequence[Any]) -> list[Any]:
+    """``raw[key]`` (else ``default``): a list without repeated values."""
+    values = raw.get(key, default)
+    if not isinstance(values, list | tuple):
+        raise SuiteError(f"{where}: {key} must be a list, got {values!r}")
+    repeated: list[Any] = []
+    for value in values:
+        if list(values).count(value) > 1 and value not in repeated:
+            repeated.append(value)
+    if repeated:
+        raise SuiteError(f"{where}: {key} must not repeat: {repeated}")
+    return list(values)
+
+
+def check_indices(
+    where: str, raw: Mapping[str, Any], key: str, default: Sequence[int]
+) -> list[int]:
+    """``raw[key]`` (else ``default``): a non-empty list of distinct non-negative integers."""
+    values = check_list(where, raw, key, default)
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+        raise SuiteError(f"{where}: {key} must be a non-empty list of non-negative ints")
+    return values
+
+
+def check_model(where: str, model: Any) -> dict[str, Any]:
+    """``model`` (a ``[model]`` table or an override): known keys whose values build a model
+    spec, checked by :meth:`ppl_bnn.model.spec.BNNSpec.mlp` itself on a 1-D input."""
+    if not isinstance(model, Mapping):
+        raise SuiteError(f"{where}: must be a table of model settings, got {model!r}")
+    check_keys(where, model, MODEL_KEYS)
+    prior = model.get("noise_prior")
+    try:
+        if prior is not None and not isinstance(prior, Mapping):
+            raise TypeError(f"got {prior!r}")
+        if prior is not None:
+            prior_from_dict(dict(prior))
+    except (TypeError, ValueError) as err:
+        raise SuiteError(
+            f'{where}: noise_prior must be a prior table, e.g. {{ kind = "gamma", '
+            f"concentration = 6.0, rate = 6.0 }}: {err}"
+        ) from err
+    try:
+        BNNSpec.mlp(input_dim=1, **model_arguments(model, _REGRESSION))
+    except (TypeError, ValueError) as err:
+        raise SuiteError(f"{where}: {err}") from err
+    return dict(model)
 
 
 def check_int(
@@ -59,8 +142,8 @@ def check_text(where: str, raw: Mapping[str, Any], key: str) -> str | None:
 
 def check_options(where: str, method: str, backend: str, options: dict[str, Any]) -> None:
     """``SuiteError`` unless ``method`` runs on ``backend`` and accepts every one of ``options``
-    (checked when the suite is read, not in a worker)."""
+    there, as :func:`ppl_bnn.fit` will (checked when the suite is read, not in a worker)."""
     try:
-        make_options(get_method(method, backend), options)
+        make_options(get_method(method, backend), options, backend=backend)
     except (TypeError, ValueError) as err:
         raise SuiteError(f"{where}: {err}") from err

@@ -39,6 +39,13 @@ optionally, how its gold-standard reference posteriors are sampled::
 
 Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
 
+Everything is checked when the file is read, before any cell runs: the name (it names the
+results folder, so it must be a plain file name), finite positive timeouts, the model (built
+with :meth:`ppl_bnn.model.spec.BNNSpec.mlp`), split indices (against the dataset's split count;
+for sets in the data directory, when the cells are listed), data limits, distinct seeds,
+backends, splits and datasets, ``exclude`` and ``options`` keys, and every method option (by the
+method's own options class).
+
 With a ``[reference]`` table, every (dataset, split) also gets a reference job
 (:meth:`Suite.references`): NumPyro NUTS with these settings on the model the cells fit there
 (data limits included), keeping 1,000 draws of the test predictive; a dataset with
@@ -48,7 +55,7 @@ With a ``[reference]`` table, every (dataset, split) also gets a reference job
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,14 +65,19 @@ from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
 from ppl_bnn.bench.schema import (
     SuiteError,
+    check_indices,
     check_int,
     check_keys,
+    check_list,
+    check_model,
+    check_name,
     check_open_unit,
     check_options,
     check_text,
     check_timeout,
 )
-from ppl_bnn.data import dataset_names, num_splits
+from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
+from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
 from ppl_bnn.methods import available
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.reference import ReferenceSettings
@@ -88,7 +100,8 @@ _SUITE_KEYS = {
 _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
 }  # fmt: skip
-_MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise", "noise_prior"}
+#: Sets whose split count is known without a data directory (checked when the suite is read).
+OFFLINE_SPLITS = (*BUILTIN, *IMAGE_SETS)
 _REFERENCE_KEYS = {
     "num_chains", "num_warmup", "num_samples", "max_tree_depth", "target_accept", "seed",
     "timeout_s",
@@ -205,8 +218,21 @@ class Suite:
                 splits: tuple[int, ...] = tuple(range(num_splits(entry.name, data_dir)))
             else:
                 splits = tuple(entry.splits)
+                if entry.name not in OFFLINE_SPLITS:
+                    self._check_data_splits(entry.name, splits, data_dir)
             for split in splits[:max_splits]:
                 yield entry, split
+
+    def _check_data_splits(
+        self, dataset: str, splits: tuple[int, ...], data_dir: str | Path | None
+    ) -> None:
+        """Split indices of a set whose split count is in the data directory; a set whose files
+        are missing is left to fail in its cells, which say where to get it."""
+        try:
+            n = num_splits(dataset, data_dir)
+        except DatasetNotFoundError:
+            return
+        _check_splits(f"suite {self.name}", dataset, splits, n)
 
     def _reference_cell(self, entry: DatasetEntry, split: int, settings: ReferenceSettings) -> Cell:
         return Cell(
@@ -286,29 +312,64 @@ def load_suite(name_or_path: str | Path) -> Suite | PerfSuite:
 
 
 def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
-    """Validate a suite given as a mapping (the parsed TOML)."""
+    """Validate a suite given as a mapping (the parsed TOML): every value is checked here, before
+    any cell runs, so that no worker fails on a value the suite file got wrong."""
     check_keys(where, raw, _SUITE_KEYS)
     for key in ("name", "datasets", "methods"):
         if key not in raw:
             raise SuiteError(f"{where}: missing required key {key!r}")
-    backends = tuple(raw.get("backends", BACKENDS))
+    backends = tuple(check_list(where, raw, "backends", BACKENDS))
     for backend in backends:
         if backend not in BACKENDS:
             raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(BACKENDS)}")
-    seeds = tuple(raw.get("seeds", (0,)))
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-        raise SuiteError(f"{where}: seeds must be a non-empty list of non-negative ints")
-    timeout = check_timeout(where, raw)
-    model = dict(raw.get("model", {}))
-    check_keys(f"{where} [model]", model, _MODEL_KEYS)
+    seeds = tuple(check_indices(where, raw, "seeds", (0,)))
+    model = check_model(f"{where} [model]", raw.get("model", {}))
+    methods = _parse_methods(where, raw["methods"])
+    if not isinstance(raw["datasets"], list):
+        raise SuiteError(f"{where}: datasets must be a list of [[datasets]] tables")
+    datasets: list[DatasetEntry] = []
+    for i, table in enumerate(raw["datasets"]):
+        entry = _parse_dataset(f"{where} [[datasets]] #{i + 1}", table, model, methods)
+        if any(d.name == entry.name for d in datasets):
+            raise SuiteError(f"{where}: dataset {entry.name!r} is listed twice")
+        datasets.append(entry)
+    suite = Suite(
+        name=check_name(where, raw["name"]),
+        description=str(raw.get("description", "")),
+        seeds=seeds,
+        backends=backends,
+        timeout_s=check_timeout(where, raw),
+        model=model,
+        datasets=tuple(datasets),
+        methods=methods,
+        reference=_parse_reference(where, raw.get("reference")),
+    )
+    # Every option name and value must be accepted by its method on every backend it is given
+    # for: the suite's backends and any other a [methods.<name>.<backend>] table names.
+    named = [b for table in methods.values() for b in table if b in BACKENDS]
+    for entry in suite.datasets:
+        for method in suite.methods:
+            for backend in dict.fromkeys([*backends, *named]):
+                cell = next(iter(suite._cell(entry, 0, method, backend) or []), None)
+                if cell is not None:
+                    what = f"{where}: {cell.dataset} {cell.method} on {cell.backend}"
+                    check_options(what, cell.method, cell.backend, cell.options)
+    return suite
 
+
+def _parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
+    """The ``[methods.<name>]`` tables: known methods, sub-tables only for backends."""
+    if not isinstance(raw, Mapping):
+        raise SuiteError(f"{where}: methods must be a table of [methods.<name>] tables")
     known_methods = available()
     methods: dict[str, dict[str, Any]] = {}
-    for method, table in raw["methods"].items():
+    for method, table in raw.items():
         if method not in known_methods:
             raise SuiteError(
                 f"{where}: unknown method {method!r}; available: {sorted(known_methods)}"
             )
+        if not isinstance(table, Mapping):
+            raise SuiteError(f"{where} [methods.{method}]: must be a table of options")
         methods[method] = dict(table)
         for key, value in table.items():
             if isinstance(value, dict) and key not in BACKENDS:
@@ -316,63 +377,74 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
                     f"{where} [methods.{method}]: sub-table {key!r} is not a backend "
                     f"({list(BACKENDS)})"
                 )
+    return methods
 
-    known_data = set(dataset_names())
-    datasets = []
-    for i, table in enumerate(raw["datasets"]):
-        loc = f"{where} [[datasets]] #{i + 1}"
-        check_keys(loc, table, _DATASET_KEYS)
-        if "name" not in table:
-            raise SuiteError(f"{loc}: missing 'name'")
-        if table["name"] not in known_data:
-            raise SuiteError(
-                f"{loc}: unknown dataset {table['name']!r}; known: {sorted(known_data)}"
-            )
-        check_keys(f"{loc} model", table.get("model", {}), _MODEL_KEYS)
-        splits = table.get("splits", [0])
-        if splits != "all" and (
-            not isinstance(splits, list)
-            or not splits
-            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in splits)
-        ):
+
+def _method_key(loc: str, key: Any, methods: Mapping[str, Any]) -> None:
+    """``key`` of a dataset's ``exclude`` or ``options``: ``method`` or ``method.backend``."""
+    if not isinstance(key, str):
+        raise SuiteError(f"{loc}: {key!r} is not a method name")
+    method, _, backend = key.partition(".")
+    if method not in methods:
+        raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
+    if backend and backend not in BACKENDS:
+        raise SuiteError(f"{loc}: {key!r} names no backend ({list(BACKENDS)})")
+
+
+def _parse_dataset(
+    loc: str, table: Any, model: Mapping[str, Any], methods: Mapping[str, Any]
+) -> DatasetEntry:
+    """One ``[[datasets]]`` table, its split indices checked against the dataset's splits where
+    they are known without a data directory (the rest in :meth:`Suite.cells`)."""
+    if not isinstance(table, Mapping):
+        raise SuiteError(f"{loc}: must be a table, got {table!r}")
+    check_keys(loc, table, _DATASET_KEYS)
+    if "name" not in table:
+        raise SuiteError(f"{loc}: missing 'name'")
+    name = table["name"]
+    if name not in dataset_names():
+        raise SuiteError(f"{loc}: unknown dataset {name!r}; known: {sorted(dataset_names())}")
+    override = check_model(f"{loc} model", table.get("model", {}))
+    check_model(f"{loc} model (with [model])", {**model, **override})
+    splits = table.get("splits", [0])
+    if splits != "all":
+        if not isinstance(splits, list):
             raise SuiteError(f'{loc}: splits must be "all" or a list of non-negative ints')
-        for key in [*table.get("exclude", ()), *table.get("options", {})]:
-            if key.split(".")[0] not in methods:
-                raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
-        no_reference = check_text(loc, table, "no_reference")
-        datasets.append(
-            DatasetEntry(
-                name=table["name"],
-                splits="all" if splits == "all" else tuple(splits),
-                max_train=table.get("max_train"),
-                max_test=table.get("max_test"),
-                model=dict(table.get("model", {})),
-                exclude=tuple(table.get("exclude", ())),
-                options={k: dict(v) for k, v in table.get("options", {}).items()},
-                no_reference=no_reference,
-            )
-        )
-
-    suite = Suite(
-        name=str(raw["name"]),
-        description=str(raw.get("description", "")),
-        seeds=seeds,
-        backends=backends,
-        timeout_s=timeout,
-        model=model,
-        datasets=tuple(datasets),
-        methods=methods,
-        reference=_parse_reference(where, raw.get("reference")),
+        splits = check_indices(loc, table, "splits", [0])
+        if name in OFFLINE_SPLITS:
+            _check_splits(loc, name, splits, num_splits(name))
+    exclude = check_list(loc, table, "exclude", ())
+    options = table.get("options", {})
+    if not isinstance(options, Mapping) or not all(
+        isinstance(v, Mapping) for v in options.values()
+    ):
+        raise SuiteError(f"{loc}: options must map method names to tables of options")
+    if not all(isinstance(key, str) for key in exclude):
+        raise SuiteError(f"{loc}: exclude must be a list of strings, got {exclude!r}")
+    for key in [*exclude, *options]:
+        _method_key(loc, key, methods)
+    limits = {
+        key: None if table.get(key) is None else check_int(loc, table, key, 0, minimum=1)
+        for key in ("max_train", "max_test")
+    }
+    return DatasetEntry(
+        name=name,
+        splits="all" if splits == "all" else tuple(splits),
+        model=override,
+        exclude=tuple(exclude),
+        options={k: dict(v) for k, v in options.items()},
+        no_reference=check_text(loc, table, "no_reference"),
+        **limits,
     )
-    # Fail now, not in a worker: every option name and value must be accepted by its method.
-    for entry in suite.datasets:
-        for method in suite.methods:
-            for backend in suite.backends:
-                for cell in suite._cell(entry, 0, method, backend) or []:
-                    what = f"{where}: {cell.dataset} {cell.method} on {cell.backend}"
-                    check_options(what, cell.method, cell.backend, cell.options)
-                    break
-    return suite
+
+
+def _check_splits(where: str, dataset: str, splits: Iterable[int], n: int) -> None:
+    """``SuiteError`` naming the split indices of ``dataset`` that are not below ``n``."""
+    bad = [s for s in splits if s >= n]
+    if bad:
+        raise SuiteError(
+            f"{where}: {dataset} splits {bad} out of range: it has {n} splits (0..{n - 1})"
+        )
 
 
 def _parse_reference(where: str, table: Any) -> ReferenceSettings | None:

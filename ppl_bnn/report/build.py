@@ -104,7 +104,8 @@ def build_document(results: SuiteResults) -> Document:
     kept = [s for s in sections if s is not None and not s.is_empty()]
     _unique_names(kept, set(), set())
     subtitle = str(results.suite.get("description") or "")
-    return Document(f"Benchmark report: {results.name}", subtitle, kept)
+    problems = tuple((problem,) for problem in results.problems)
+    return Document(f"Benchmark report: {results.name}", subtitle, kept, problems)
 
 
 def _unique_names(sections: list[Section], anchors: set[str], figures: set[str]) -> None:

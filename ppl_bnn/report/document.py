@@ -9,6 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+#: The heading of the box listing what a report could not read (a box, not a section: the
+#: Summary stays the first section), and what it lists.
+PROBLEMS_TITLE = "Problems"
+PROBLEMS_INTRO = "what this report could not read, or cannot vouch for"
+
 
 @dataclass(frozen=True)
 class Link:
@@ -109,11 +114,19 @@ class Section:
 
 @dataclass
 class Document:
-    """A whole report."""
+    """A whole report.
+
+    Attributes:
+        title, subtitle: Its heading.
+        sections: Its sections, in order.
+        problems: What the report could not read or cannot vouch for, one item each: shown in a
+            box right under the title, before the first section.
+    """
 
     title: str
     subtitle: str
     sections: list[Section]
+    problems: tuple[tuple[Inline, ...], ...] = ()
 
     def figures(self) -> list[Figure]:
         """Every figure, in document order."""

@@ -6,6 +6,8 @@ import base64
 from html import escape
 
 from ppl_bnn.report.document import (
+    PROBLEMS_INTRO,
+    PROBLEMS_TITLE,
     Block,
     BulletList,
     Details,
@@ -61,6 +63,10 @@ details summary { cursor: pointer; color: var(--accent); }
 pre { background: var(--head); padding: 0.6em; overflow: auto; font-size: 12px;
       border-radius: 4px; max-height: 30em; }
 ul.defs li { margin: 0.1em 0; }
+aside.problems { background: var(--problem); border: 1px solid #e3b35c; border-radius: 6px;
+                 padding: 0.5em 1.2em; margin: 1em 0 1.5em; }
+aside.problems p { margin: 0.3em 0; }
+aside.problems ul { margin: 0.3em 0; padding-left: 1.3em; }
 """
 
 
@@ -146,6 +152,18 @@ def _toc(sections: list[Section], depth: int = 2) -> str:
     return f'<nav class="toc"><h2>Contents</h2>{items(sections, 1)}</nav>'
 
 
+def _problems(document: Document) -> str:
+    """The Problems box (empty when there are none): an ``aside``, not a section."""
+    if not document.problems:
+        return ""
+    items = "".join(f"<li>{_inlines(item)}</li>" for item in document.problems)
+    return (
+        f'<aside class="problems" role="alert" aria-label="{PROBLEMS_TITLE}"><p><strong>'
+        f"{PROBLEMS_TITLE}</strong> ({len(document.problems)}): {PROBLEMS_INTRO}.</p>"
+        f"<ul>{items}</ul></aside>\n"
+    )
+
+
 def render_html(document: Document) -> str:
     """The document as a complete HTML page that loads nothing from outside."""
     subtitle = f'<p class="subtitle">{escape(document.subtitle)}</p>' if document.subtitle else ""
@@ -154,6 +172,6 @@ def render_html(document: Document) -> str:
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(document.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<header><h1>{escape(document.title)}</h1>{subtitle}</header>\n"
+        f"<header><h1>{escape(document.title)}</h1>{subtitle}</header>\n{_problems(document)}"
         f"{_toc(document.sections)}\n<main>\n{body}\n</main>\n</body>\n</html>\n"
     )

@@ -1,4 +1,11 @@
-"""Read a suite's stored results: ``suite.json``, cell records and their netCDF files."""
+"""Read a suite's stored results: ``suite.json``, cell records and their netCDF files.
+
+Whatever cannot be read, or cannot be vouched for, is listed in :attr:`SuiteResults.problems`
+(the report's Problems box) instead of being dropped silently: a missing or unreadable
+``suite.json``, cell record or reference, a missing or unreadable netCDF file, and cells stored
+with another configuration than the suite's (``suite.json``'s ``configs``: an earlier version
+of the suite, mixed in by a partial rerun).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.bench.record import PREDICTIONS_FILE, read_records
+from ppl_bnn.bench.cell import cell_from_dict
+from ppl_bnn.bench.record import (
+    PREDICTIONS_FILE,
+    RECORD_FILE,
+    RecordError,
+    cell_dirs,
+    load_record,
+    read_attempts,
+)
 from ppl_bnn.methods import method_names
 from ppl_bnn.methods.base import Family
 from ppl_bnn.reference import REFERENCE_FILE, REFERENCES_DIR, read_reference
@@ -188,9 +203,11 @@ class ReferenceEntry:
         return "converged" if self.converged else "not converged"
 
 
-def read_references(results_dir: Path) -> dict[tuple[str, int], ReferenceEntry]:
+def read_references(
+    results_dir: Path, problems: list[str] | None = None
+) -> dict[tuple[str, int], ReferenceEntry]:
     """Every ``references/*/reference.json`` under ``results_dir``, by (dataset, split);
-    unreadable ones are logged and left out."""
+    unreadable ones are left out and added to ``problems``."""
     out: dict[tuple[str, int], ReferenceEntry] = {}
     for folder in sorted(
         p.parent for p in (results_dir / REFERENCES_DIR).glob(f"*/{REFERENCE_FILE}")
@@ -211,6 +228,12 @@ def read_references(results_dir: Path) -> dict[tuple[str, int], ReferenceEntry]:
             )
         except (ValueError, KeyError, TypeError) as err:
             logger.warning("cannot read the reference in %s: %s", folder, err)
+            if problems is not None:
+                problems.append(
+                    f"{REFERENCES_DIR}/{folder.name}/{REFERENCE_FILE} is unreadable "
+                    f"({type(err).__name__}: {err}): the comparisons with this reference are "
+                    "missing"
+                )
             continue
         out[(entry.dataset, entry.split)] = entry
     return out
@@ -228,6 +251,9 @@ class SuiteResults:
         metric_names: Metric columns of ``cells``, in first-seen order.
         timing_names: Timing keys; their columns are ``time_<key>``.
         references: Reference posteriors by (dataset, split) (see :class:`ReferenceEntry`).
+        problems: What could not be read or cannot be vouched for, one sentence each.
+        attempts: By cell id, the records of reruns that failed and left the cell's earlier
+            result in place (oldest first).
     """
 
     results_dir: Path
@@ -237,6 +263,8 @@ class SuiteResults:
     metric_names: list[str]
     timing_names: list[str]
     references: dict[tuple[str, int], ReferenceEntry] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -348,22 +376,129 @@ def read_netcdf(
         return None
 
 
+def netcdf_problem(path: Path) -> str | None:
+    """What is wrong with the netCDF file at ``path`` (missing, unreadable, empty), or None."""
+    import h5py
+
+    if not path.is_file():
+        return "is missing"
+    try:
+        with h5py.File(path, "r") as handle:
+            if not list(handle.keys()):
+                return "holds no data"
+    except (OSError, ValueError) as err:
+        return f"is unreadable ({type(err).__name__}: {err})"
+    return None
+
+
+def _read_suite_file(root: Path, problems: list[str]) -> dict[str, Any]:
+    """``suite.json``, or {} with the reason in ``problems``."""
+    try:
+        suite = json.loads((root / SUITE_FILE).read_text())
+    except FileNotFoundError:
+        reason = "is missing"
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        reason = f"is unreadable ({type(err).__name__}: {err})"
+    else:
+        if isinstance(suite, dict):
+            return suite
+        reason = "is not a JSON object"
+    problems.append(
+        f"{SUITE_FILE} {reason}: the suite's description, environment and list of cells are "
+        "unknown, so no cell's configuration is checked against the suite"
+    )
+    return {}
+
+
+def _read_cells(
+    root: Path, problems: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Every readable record (each unreadable one in ``problems``), and the failed reruns kept
+    beside them, by cell id; each record's netCDF files are checked."""
+    records, attempts = [], {}
+    for folder in cell_dirs(root):
+        try:
+            record = load_record(folder)
+        except RecordError as err:
+            problems.append(
+                f"cells/{folder.name}/{RECORD_FILE} {err.reason}: this cell is left out of "
+                "every table and figure"
+            )
+            continue
+        records.append(record)
+        if tried := read_attempts(folder):
+            attempts[record["cell_id"]] = tried
+        for name in (record.get("files") or {}).values():
+            if reason := netcdf_problem(root / "cells" / record["cell_id"] / str(name)):
+                problems.append(
+                    f"cells/{record['cell_id']}/{name} {reason}: what needs it (figures, "
+                    "fidelity to the reference, diagnostics) is missing for this cell"
+                )
+    return records, attempts
+
+
+def _suite_configs(suite: Mapping[str, Any]) -> tuple[dict[str, str], bool]:
+    """Config hashes by cell id from ``suite.json``, and whether they cover the whole suite
+    (its ``configs``) rather than only the cells of its last run (its ``cells``)."""
+    configs = suite.get("configs")
+    if isinstance(configs, dict):
+        return {str(k): str(v) for k, v in configs.items()}, True
+    out = {}
+    for data in suite.get("cells") or []:
+        try:
+            cell = cell_from_dict(dict(data))
+        except (TypeError, ValueError):
+            continue
+        out[cell.cell_id] = cell.config_hash()
+    return out, False
+
+
+def _stale_cells(
+    suite: Mapping[str, Any], records: list[dict[str, Any]], problems: list[str]
+) -> None:
+    """Add to ``problems`` the cells stored with another configuration than the suite's."""
+    configs, whole = _suite_configs(suite)
+    if not configs:
+        return
+    changed = [
+        r["cell_id"]
+        for r in records
+        if r["cell_id"] in configs and r.get("config_hash") != configs[r["cell_id"]]
+    ]
+    outside = [r["cell_id"] for r in records if r["cell_id"] not in configs] if whole else []
+    for ids, what, remedy in (
+        (changed, "stored with another configuration than the suite's (suite.json)",
+         "`ppl-bnn bench` reruns them"),
+        (outside, "outside the suite as it last ran (suite.json)",
+         "delete their folders under cells/ to leave them out"),
+    ):  # fmt: skip
+        if ids:
+            problems.append(
+                f"{len(ids)} {'cell' if len(ids) == 1 else 'cells'} {what}: results of an earlier "
+                f"version of the suite, shown beside the current ones ({', '.join(ids)}); "
+                f"{remedy}"
+            )
+
+
 def load_results(results_dir: str | Path) -> SuiteResults:
-    """Read ``suite.json`` (optional) and every cell record under ``results_dir``."""
+    """Read ``suite.json`` and every cell record under ``results_dir``; what cannot be read, or
+    is of another configuration than the suite's, is listed in the result's ``problems``."""
     root = Path(results_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"results folder {root} does not exist")
-    suite_path = root / SUITE_FILE
-    suite: dict[str, Any] = {}
-    if suite_path.is_file():
-        suite = json.loads(suite_path.read_text())
-    else:
-        logger.warning("%s has no %s; the report lacks the suite's metadata", root, SUITE_FILE)
-    records = read_records(root)
+    problems: list[str] = []
+    suite = _read_suite_file(root, problems)
+    records, attempts = _read_cells(root, problems)
     if not records:
         logger.warning("no cell records under %s", root / "cells")
+    _stale_cells(suite, records, problems)
     frame, metrics, timings = cells_frame(records)
-    results = SuiteResults(root, suite, records, frame, metrics, timings, read_references(root))
+    references = read_references(root, problems)
+    results = SuiteResults(
+        root, suite, records, frame, metrics, timings, references, problems, attempts
+    )
+    for problem in problems:
+        logger.warning("%s: %s", root, problem)
     if not frame.empty:
         # Datasets in the suite's order, so every table lists them as the sections do.
         order = {d: i for i, d in enumerate(results.datasets())}

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from html import escape
+
 from ppl_bnn.report.document import (
+    PROBLEMS_INTRO,
+    PROBLEMS_TITLE,
     Block,
     BulletList,
     Details,
@@ -18,8 +23,9 @@ from ppl_bnn.report.document import (
 
 
 def _escape(text: str) -> str:
+    """``text`` as literal Markdown text on one line (markup characters escaped)."""
     out = str(text).replace("\\", "\\\\").replace("|", "\\|")
-    for char in "*`[]<>":
+    for char in "*_`[]<>&#":
         out = out.replace(char, f"\\{char}")
     return out.replace("\r", " ").replace("\n", " ")
 
@@ -66,16 +72,17 @@ def _block(block: Block, figures_dir: str) -> str:
         caption = _escape(block.caption)
         return f"![{caption}]({figures_dir}/{block.name}.png)\n\n*{caption}*"
     if isinstance(block, Details):
-        fence = "````" if "```" in block.text else "```"
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", block.text)), default=0))
         return (
-            f"<details><summary>{_escape(block.summary)}</summary>\n\n"
+            f"<details><summary>{escape(block.summary)}</summary>\n\n"
             f"{fence}text\n{block.text}\n{fence}\n\n</details>"
         )
     raise TypeError(f"unknown block {type(block).__name__}")
 
 
 def _section(section: Section, level: int, figures_dir: str) -> list[str]:
-    out = [f'<a id="{section.anchor}"></a>', "", f"{'#' * min(level, 6)} {section.title}", ""]
+    title = f"{'#' * min(level, 6)} {_escape(section.title)}"
+    out = [f'<a id="{section.anchor}"></a>', "", title, ""]
     for block in section.blocks:
         out += [_block(block, figures_dir), ""]
     for child in section.children:
@@ -94,9 +101,14 @@ def _toc(sections: list[Section], level: int = 0, depth: int = 2) -> list[str]:
 
 def render_markdown(document: Document, figures_dir: str = "figures") -> str:
     """The document as Markdown; figures are referenced as ``<figures_dir>/<name>.png``."""
-    lines = [f"# {document.title}", ""]
+    lines = [f"# {_escape(document.title)}", ""]
     if document.subtitle:
         lines += [_escape(document.subtitle), ""]
+    if document.problems:
+        count = len(document.problems)
+        lines += [f"> **{PROBLEMS_TITLE}** ({count}): {PROBLEMS_INTRO}.", ">"]
+        lines += [f"> - {_inlines(item)}" for item in document.problems]
+        lines.append("")
     lines += ["**Contents**", "", *_toc(document.sections), ""]
     for section in document.sections:
         lines += _section(section, 2, figures_dir)

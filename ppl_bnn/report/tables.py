@@ -24,7 +24,7 @@ from ppl_bnn.report.glossary import (
     TIMES_MAIN,
     label,
 )
-from ppl_bnn.report.load import SAMPLERS, SuiteResults, backend_key, method_key
+from ppl_bnn.report.load import SAMPLERS, SuiteResults, backend_key, first_line, method_key
 from ppl_bnn.report.ranking import Ranking, eligible_groups, flagged, rank
 from ppl_bnn.report.references import references_for
 from ppl_bnn.report.stats import (
@@ -300,35 +300,47 @@ def budget_table(results: SuiteResults) -> Table | None:
     return Table(header, tuple(rows), caption, (), (False, False, False, True, False, False))
 
 
+#: The status column of a cell whose complete result stayed in place when a rerun failed.
+RERUN_FAILED = "rerun failed"
+
+
 def problems(results: SuiteResults, dataset: str) -> tuple[Table | None, list[Details]]:
-    """Cells of ``dataset`` that failed, timed out or diverged, and their tracebacks."""
+    """Cells of ``dataset`` that failed, timed out or diverged, or whose rerun failed (their
+    earlier result kept), and their tracebacks."""
     cells = results.cells
-    bad = cells[(cells["dataset"] == dataset) & cells["status"].isin(PROBLEM_STATUSES)]
+    mine = cells["dataset"] == dataset
+    bad = cells[mine & (cells["status"].isin(PROBLEM_STATUSES) | cells["cell_id"].isin(
+        results.attempts))]  # fmt: skip
     if bad.empty:
         return None, []
     rows, details = [], []
     for _, row in sort_groups(bad).iterrows():
         record = results.record(row["cell_id"])
+        status = str(row["status"])
         error = record.get("error") or {}
         error_type = _text(row["error_type"])
         message = _text(row["error_message"]) or _divergence_text(record)
-        rows.append(
-            (
-                row["method"],
-                row["backend"],
-                str(row["split"]),
-                str(row["seed"]),
-                row["status"],
-                error_type,
-                message,
+        if row["cell_id"] in results.attempts:
+            attempt = results.attempts[row["cell_id"]][-1]
+            error = attempt.get("error") or {}
+            status = f"{status}, {RERUN_FAILED}"
+            error_type = str(error.get("type") or attempt.get("status") or "")
+            message = (
+                f"a rerun on {attempt.get('finished_at')} ended {attempt.get('status')}: "
+                f"{first_line(error.get('message'))} (the earlier {row['status']} result, "
+                "shown everywhere, is kept)"
             )
-        )
+        rows.append(
+            (row["method"], row["backend"], str(row["split"]), str(row["seed"]), status,
+             error_type, message)
+        )  # fmt: skip
         if error.get("traceback"):
-            summary = f"{row['cell_id']}: {row['status']}, {error_type or 'error'}"
+            summary = f"{row['cell_id']}: {status}, {error_type or 'error'}"
             details.append(Details(summary, str(error["traceback"])))
     caption = (
         "Cells that did not finish cleanly: status and the first line of the error (full "
-        "tracebacks below). Failed and timed-out cells have no metrics."
+        f'tracebacks below). Failed and timed-out cells have no metrics; a "{RERUN_FAILED}" '
+        "cell keeps the result of its earlier run, which a later rerun failed to replace."
     )
     header = ("method", "backend", "split", "seed", "status", "error", "message")
     numeric = (False, False, True, True, False, False, False)

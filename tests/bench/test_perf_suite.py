@@ -104,6 +104,16 @@ def test_probe_round_trips_and_hashes_its_config():
             {"compile_cache": {"problem": "cosine", "methods": {"svi": {}}}},
             r"\[compile_cache\]: unknown problem 'cosine'",
         ),
+        ({"name": "../perf"}, "name must be a plain file name"),
+        ({"timeout_s": float("nan")}, "timeout_s must be a finite positive number, got nan"),
+        (
+            {"problems": {"sine": {"dataset": "sine", "model": {"activation": "swish"}}}},
+            r"\[problems.sine\] model: unknown activation 'swish'",
+        ),
+        (
+            {"problems": {"sine": {"dataset": "sine", "max_train": -3}}},
+            r"\[problems.sine\]: max_train must be an integer >= 1, got -3",
+        ),
     ],
 )
 def test_bad_perf_suites_are_refused(changes, match):

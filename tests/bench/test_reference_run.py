@@ -4,6 +4,7 @@ reused by later runs and other suites, published into a suite's results, failure
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,8 @@ def test_references_are_submitted_before_the_cells(
     published = tmp_path / "r" / "references" / "gap-split0"
     assert (published / "predictions.nc").read_text() == "predictions.nc"
     assert not (published / "inference_data.nc").exists()
+    (entry,) = (p for p in (tmp_path / "cache").iterdir() if (p / "record.json").is_file()
+                and read_record(p)["config"]["dataset"] == "gap")  # fmt: skip
+    for folder in (published, entry):  # readable by all: a cache shared with other users
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+        assert stat.S_IMODE((folder / "record.json").stat().st_mode) == 0o644

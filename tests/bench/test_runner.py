@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -14,7 +15,13 @@ import pytest
 
 from ppl_bnn.bench import executors
 from ppl_bnn.bench.cell import Cell
-from ppl_bnn.bench.record import read_record, read_records, write_record
+from ppl_bnn.bench.record import (
+    read_attempts,
+    read_record,
+    read_records,
+    write_attempt,
+    write_record,
+)
 from ppl_bnn.bench.runner import plan, run_suite
 from ppl_bnn.files import import_arviz
 from tests.bench.conftest import FAST_SVI, tiny_suite
@@ -77,6 +84,52 @@ def test_plan_reruns_changed_failed_or_forced_cells(tmp_path: Path) -> None:
     assert len(todo) == 4
     changed = tiny_suite(seeds=[0], methods={"svi": {**FAST_SVI, "num_steps": 51}}).cells()
     assert plan(changed, tmp_path)[0] == changed
+
+
+def test_plan_counts_a_failed_rerun_of_a_changed_cell_as_failed(tmp_path: Path) -> None:
+    (cell,) = tiny_suite().cells()
+    (changed,) = tiny_suite(methods={"svi": {**FAST_SVI, "num_steps": 51}}).cells()
+    write_record(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": "ok",
+                                           "config_hash": cell.config_hash()})  # fmt: skip
+    assert plan([changed], tmp_path)[0] == [changed]
+    # The rerun with the new configuration failed and left the earlier result in place.
+    write_attempt(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": "timeout",
+                                            "config_hash": changed.config_hash()})  # fmt: skip
+    todo, kept = plan([changed], tmp_path)
+    assert not todo and [r["status"] for r in kept] == ["timeout"]
+    assert plan([changed], tmp_path, rerun_failed=True)[0] == [changed]
+    assert plan([cell], tmp_path)[1][0]["status"] == "ok"
+
+
+def _modes(folder: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(folder)): stat.S_IMODE(p.stat().st_mode)
+        for p in [folder, *folder.rglob("*")]
+    }
+
+
+def test_a_forced_rerun_that_fails_keeps_the_earlier_result(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert run_suite(tiny_suite(), results, jobs=1).ok
+    (ok,) = read_records(results)
+    cell_dir = results / "cells" / ok["cell_id"]
+    files = {p.name: p.read_bytes() for p in cell_dir.iterdir()}
+    assert set(files) == {"record.json", "inference_data.nc", "predictions.nc"}
+
+    summary = run_suite(tiny_suite(timeout_s=0.5), results, jobs=1, force=True)
+    assert summary.failed_cells == [ok["cell_id"]]  # the rerun failed: the sweep says so
+    assert {p.name: p.read_bytes() for p in cell_dir.iterdir() if p.is_file()} == files
+    (attempt,) = read_attempts(cell_dir)
+    assert attempt["status"] == "timeout" and attempt["kept"] == "ok"
+    assert not [p for p in (results / "cells").iterdir() if p.name.startswith(".")]
+    # Group- and world-readable, for Dask workers and colleagues running as other users.
+    modes = _modes(cell_dir)
+    assert modes == {name: 0o755 if (cell_dir / name).is_dir() else 0o644 for name in modes}, modes
+    attempt_file = next((cell_dir / "attempts").iterdir()).name
+    assert set(modes) == {".", *files, "attempts", f"attempts/{attempt_file}"}
+
+    again = run_suite(tiny_suite(), results, jobs=1, rerun_failed=True)
+    assert again.skipped == 1 and again.ok and read_record(cell_dir) == ok
 
 
 def test_timeout_kills_the_cell_and_records_it(tmp_path: Path) -> None:

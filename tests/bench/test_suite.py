@@ -128,7 +128,7 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ({"backends": ["stan"]}, "unknown backend 'stan'"),
         ({"seeds": [-1]}, "seeds must be"),
         ({"seeds": []}, "seeds must be"),
-        ({"timeout_s": 0}, "timeout_s must be a positive number"),
+        ({"timeout_s": 0}, "timeout_s must be a finite positive number"),
         ({"model": {"width": 3}}, r"\[model\]: unknown keys \['width'\]"),
         ({**SINE_ONLY, "methods": {"vi": {}}}, "unknown method 'vi'"),
         ({**SINE_ONLY, "methods": {"svi": {"num_stepz": 3}}}, "svi on numpyro: .*num_stepz"),
@@ -151,14 +151,85 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ({"reference": {"num_chains": True}}, "num_chains must be an integer >= 1, got True"),
         ({"reference": {"target_accept": 1.5}}, r"target_accept must be a number in \(0, 1\)"),
         ({"reference": {"seed": -2}}, "seed must be an integer >= 0, got -2"),
-        ({"reference": {"timeout_s": 0}}, r"\[reference\]: timeout_s must be a positive number"),
+        ({"reference": {"timeout_s": 0}}, r"\[reference\]: timeout_s must be a finite positive"),
         ({"datasets": [{"name": "sine", "no_reference": 3}]}, "no_reference must be a non-empty"),
         ({"datasets": [{"name": "sine", "no_reference": " "}]}, "no_reference must be a non-empty"),
+        # Everything below used to pass the parser and fail in every worker, or worse.
+        ({"name": "../../x"}, r"name must be a plain file name .*, got '\.\./\.\./x'"),
+        ({"name": "/tmp/x"}, "name must be a plain file name"),
+        ({"name": ""}, "name must be a plain file name .*, got ''$"),
+        ({"name": ".."}, "name must be a plain file name"),
+        ({"name": ".jax-cache"}, "name must be a plain file name"),
+        ({"name": "a\nb"}, "name must be a plain file name"),
+        ({"name": 3}, "name must be a plain file name .*, got 3$"),
+        ({"timeout_s": float("nan")}, "timeout_s must be a finite positive number, got nan"),
+        ({"timeout_s": float("inf")}, "timeout_s must be a finite positive number, got inf"),
+        ({"timeout_s": True}, "timeout_s must be a finite positive number, got True"),
+        ({"reference": {"timeout_s": float("nan")}}, r"\[reference\]: timeout_s must be a finite"),
+        ({"reference": {"timeout_s": float("inf")}}, r"\[reference\]: timeout_s must be a finite"),
+        ({"reference": {"timeout_s": True}}, r"\[reference\]: timeout_s must be a finite"),
+        ({"model": {"activation": "swish"}}, r"\[model\]: .*activation.*'swish'"),
+        ({"model": {"hidden": [-5]}}, r"\[model\]: .*hidden"),
+        ({"model": {"noise": -1}}, r"\[model\]: .*noise.*-1"),
+        ({"model": {"prior_scale": "1"}}, r"\[model\]: .*prior_scale"),
+        ({"model": {"noise_prior": {"kind": "gamma", "rate": 1.0}}}, r"\[model\]: .*noise_prior"),
+        ({"model": {"noise_prior": "gamma"}}, r"\[model\]: .*noise_prior"),
+        (
+            {"datasets": [{"name": "sine", "model": {"activation": "swish"}}]},
+            r"\[\[datasets\]\] #1 model: .*'swish'",
+        ),
+        (
+            {"datasets": [{"name": "sine", "splits": [25]}]},
+            r"splits \[25\] out of range.*20 splits",
+        ),
+        ({"datasets": [{"name": "sine", "max_train": -3}]}, "max_train must be an integer >= 1"),
+        ({"datasets": [{"name": "sine", "max_test": 2.5}]}, "max_test must be an integer >= 1"),
+        ({"seeds": [0, 0]}, r"seeds must not repeat: \[0\]"),
+        ({"backends": ["numpyro", "numpyro"]}, r"backends must not repeat: \['numpyro'\]"),
+        ({"backends": "numpyro"}, "backends must be a list"),
+        ({"datasets": [{"name": "sine", "splits": [1, 1]}]}, r"splits must not repeat: \[1\]"),
+        ({"datasets": [{"name": "sine"}, {"name": "sine"}]}, "dataset 'sine' is listed twice"),
+        ({"datasets": [{"name": "sine", "exclude": "svi"}]}, "exclude must be a list, got 'svi'"),
+        ({"datasets": [{"name": "sine", "exclude": ["svi.stan"]}]}, "'svi.stan' names no backend"),
+        (
+            {"datasets": [{"name": "sine", "options": {"svi.stan": {"num_steps": 3}}}]},
+            "'svi.stan' names no backend",
+        ),
+        (
+            {"datasets": [{"name": "sine", "options": {"svi": {"num_stepz": 3}}}]},
+            "sine svi on numpyro: .*num_stepz",
+        ),
+        (
+            {**SINE_ONLY, "backends": ["numpyro"], "methods": {"svi": {"pyro": {"num_stepz": 3}}}},
+            "svi on pyro: .*num_stepz",
+        ),
+        (
+            {**SINE_ONLY, "methods": {"nuts": {"potential": "traced"}}},
+            "nuts on numpyro: option 'potential' .* applies to the pyro backend only",
+        ),
     ],
 )
 def test_bad_suites(changes: dict, match: str) -> None:
     with pytest.raises(SuiteError, match=match):
         parse_suite(_suite(**changes))
+
+
+@pytest.mark.parametrize("name", ["Ünïcode suite", "with spaces", "<script>alert(1)"])
+def test_plain_file_names_are_valid_suite_names(name: str) -> None:
+    assert parse_suite(_suite(name=name)).name == name
+
+
+def test_split_indices_of_a_data_directory_set_are_checked_when_it_is_known(
+    tmp_path: Path,
+) -> None:
+    uci = tmp_path / "uci" / "bostonHousing" / "data"
+    uci.mkdir(parents=True)
+    (uci / "n_splits.txt").write_text("20\n")
+    suite = parse_suite(_suite(datasets=[{"name": "bostonHousing", "splits": [1, 25]}]))
+    with pytest.raises(SuiteError, match=r"bostonHousing splits \[25\] out of range: .*20 splits"):
+        suite.cells(data_dir=tmp_path)
+    # Without its files the cells are still listed: each fails saying where to get the data.
+    assert len(suite.cells(data_dir=tmp_path / "empty")) == 16
 
 
 def test_missing_required_key() -> None:

@@ -223,3 +223,31 @@ def test_wide_content_stays_inside_the_window(browser: Any, tmp_path: Path) -> N
         )
         assert img[1] == 3000 and img[0] < VIEWPORT["width"]
         assert opened.console_errors == [] and opened.page_errors == []
+
+
+def test_the_problems_box_sits_between_the_title_and_the_summary(
+    browser: Any, tmp_path: Path
+) -> None:
+    document = _wide_document()
+    document.problems = ((f"cells/x/record.json unreadable {UNBROKEN}",), ("<b>not bold</b>",))
+    path = tmp_path / "index.html"
+    path.write_text(render_html(document), encoding="utf-8")
+    with _open(browser, path) as opened:
+        page = opened.page
+        box = page.evaluate(
+            "(() => { const a = document.querySelector('aside.problems');"
+            " return [a.getBoundingClientRect().top, a.innerText,"
+            " document.querySelector('h1').getBoundingClientRect().bottom,"
+            " document.querySelector('main section').getBoundingClientRect().top]; })()"
+        )
+        top, text, title_bottom, first_section = box
+        assert title_bottom <= top < first_section
+        assert text.startswith("Problems (2)") and "<b>not bold</b>" in text
+        titles = page.evaluate(
+            "[...document.body.querySelectorAll('h2')].filter(h => !h.closest('nav'))"
+            ".map(h => h.textContent.trim())"
+        )
+        assert titles[0] == "Summary"
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= VIEWPORT["width"], page.evaluate(OVERFLOWING_JS)
+        assert opened.console_errors == [] and opened.page_errors == []
