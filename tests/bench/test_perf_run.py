@@ -19,7 +19,7 @@ RAW = {
     "name": "tinyperf",
     "kind": "perf",
     "repeats": 2,
-    "timeout_s": 300,
+    "timeout_s": 900,  # generous: the probes are timed, not the sweep; a loaded machine is slow
     "problems": {"sine": {"dataset": "sine", "model": {"hidden": [3]}}},
     # Only the method probe compiles a potential with torch.compile (it takes many seconds).
     "floor": {"problems": ["sine"], "torch_calls": 3, "jax_calls": 10, "kernel_draws": 4,
