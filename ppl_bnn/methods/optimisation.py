@@ -141,7 +141,8 @@ class GaussianGuideOptions(SampledGuideOptions):
         init_scale: Initial std of the guide (the libraries' default, 0.1).
         estimator: The ELBO's gradient estimator (:mod:`ppl_bnn.model.estimators`):
             ``"reparam"`` (the library's autoguide), or, for the mean-field guide only,
-            ``"local_reparam"`` or ``"flipout"`` (:mod:`ppl_bnn.methods.meanfield`).
+            ``"local_reparam"`` or ``"flipout"`` (:mod:`ppl_bnn.methods.meanfield`; on Pyro
+            eager torch steps with one fused Adam: ``jit`` and ``update`` do not apply).
     """
 
     init_scale: float = 0.1
@@ -159,6 +160,11 @@ class GaussianGuideOptions(SampledGuideOptions):
                 f"estimator {self.estimator!r} samples each weight's pre-activations on its own "
                 f"and needs the mean-field guide (method 'svi'); the {self.GUIDE} guide takes "
                 f"estimator: {', '.join(map(repr, self.ESTIMATORS))}"
+            )
+        if self.estimator != "reparam" and self.update == "pyro":
+            raise ValueError(
+                f"estimator {self.estimator!r} is fitted by its own loop with one fused torch "
+                "Adam, not by Pyro's SVI.step: drop update='pyro'"
             )
 
     @property

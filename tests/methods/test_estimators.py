@@ -279,6 +279,11 @@ def test_per_example_estimators_need_the_mean_field_guide(tiny, method):
         fit(tiny, method, estimator="flipout", num_steps=5)
 
 
+def test_per_example_estimators_refuse_pyros_svi_step(tiny):
+    with pytest.raises(ValueError, match=r"drop update='pyro'"):
+        fit(tiny, "svi", backend="pyro", estimator="local_reparam", update="pyro", num_steps=5)
+
+
 @pytest.mark.parametrize("method", ["map", "laplace", "nuts", "sgld"])
 def test_methods_without_an_estimator_refuse_it(tiny, method):
     with pytest.raises(ValueError, match=r"unknown option\(s\) 'estimator'"):
