@@ -13,9 +13,11 @@ import pytest
 
 from ppl_bnn import BNN, FitResult, fit
 from ppl_bnn.backends.base import Target
+from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.meanfield import closed_form_kl, monte_carlo_kl
 from ppl_bnn.methods.svi import SVIOptions
-from ppl_bnn.model.estimators import ESTIMATORS
+from ppl_bnn.model.estimators import ESTIMATORS, linear_map
+from ppl_bnn.model.layers import Dense
 from ppl_bnn.model.priors import Normal
 from tests.closed_form import linear_problem
 
@@ -321,3 +323,30 @@ def test_reparam_keeps_the_autoguide_path(tiny):
     named = fit(tiny, "svi", seed=2, num_steps=20, num_draws=4, estimator="reparam")
     assert default.info["guide"] == "AutoNormal" and default.options["estimator"] == "reparam"
     np.testing.assert_array_equal(default.draws["w0"], named.draws["w0"])
+
+
+@pytest.mark.parametrize("estimator", PER_EXAMPLE)
+def test_a_breakdown_stops_the_fit_alike_on_both_backends(estimator):
+    """An input of 1e30 overflows the network: the same DivergedError, step and cause on both
+    backends (:mod:`ppl_bnn.methods.divergence`)."""
+    x, y = _regression(12, 1, seed=9)
+    x[0, 0] = 1e30
+    model = BNN(x, y, hidden=(20,), activation="relu", noise=0.1)
+    errors = []
+    for backend in BACKENDS:
+        with pytest.raises(DivergedError, match=r"^SVI diverged at step \d+") as info:
+            fit(model, "svi", backend=backend, estimator=estimator, num_steps=10, num_draws=2)
+        errors.append(info.value)
+    assert errors[0].step == errors[1].step
+    assert errors[0].cause == errors[1].cause == "inputs of magnitude 1e30 in x: standardise them"
+
+
+class _Unknown:
+    """A parametrised layer kind with no rule for the per-example estimators."""
+
+
+def test_a_layer_kind_without_a_linear_map_is_refused():
+    assert linear_map(Dense(3), "reparam") is None
+    assert linear_map(Dense(3), "flipout") is not None
+    with pytest.raises(ValueError, match=r"estimator 'flipout' has no rule for layer _Unknown"):
+        linear_map(_Unknown(), "flipout")
