@@ -77,7 +77,7 @@ def _gradients(
         import jax
         import jax.numpy as jnp
 
-        from ppl_bnn.backends.numpyro.meanfield import loss_fn
+        from ppl_bnn.backends.numpyro.meanfield import KeyNoise, loss_fn
 
         loss = loss_fn(target, _options(estimator))
         params = {
@@ -85,7 +85,11 @@ def _gradients(
             "rho": {k: jnp.asarray(v) for k, v in rho.items()},
         }
         keys = jax.random.split(jax.random.PRNGKey(seed), num)
-        grad = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, None, None, None)))
+
+        def keyed(p, key, x, y, c):
+            return loss(p, KeyNoise(key), x, y, c)
+
+        grad = jax.jit(jax.vmap(jax.grad(keyed), in_axes=(None, 0, None, None, None)))
         grads = grad(params, keys, target.x, target.y, 1.0)
         g_loc, g_rho = np.asarray(grads["loc"]["w0"]), np.asarray(grads["rho"]["w0"])
     else:
@@ -191,19 +195,14 @@ def _loss_with_noise(backend: str, model: BNN, estimator: str, loc: dict, std: d
     if backend == "numpyro":
         import jax.numpy as jnp
 
-        from ppl_bnn.backends.numpyro import meanfield
+        from ppl_bnn.backends.numpyro.meanfield import loss_fn
 
-        noise = _FixedNoise(3, jnp.asarray)
-        loss = meanfield.loss_fn(target, _options(estimator, num_particles=2))
-        original, meanfield.KeyNoise = meanfield.KeyNoise, lambda key: noise
-        try:
-            params = {
-                "loc": {k: jnp.asarray(v) for k, v in loc.items()},
-                "rho": {k: jnp.asarray(v) for k, v in rho.items()},
-            }
-            return float(loss(params, None, target.x, target.y, 2.5))
-        finally:
-            meanfield.KeyNoise = original
+        loss = loss_fn(target, _options(estimator, num_particles=2))
+        params = {
+            "loc": {k: jnp.asarray(v) for k, v in loc.items()},
+            "rho": {k: jnp.asarray(v) for k, v in rho.items()},
+        }
+        return float(loss(params, _FixedNoise(3, jnp.asarray), target.x, target.y, 2.5))
     import torch
 
     from ppl_bnn.backends.pyro.meanfield import loss_fn

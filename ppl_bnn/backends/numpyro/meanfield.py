@@ -59,15 +59,14 @@ def observe_fn(program: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., jax.Array]:
-    """``(params, key, x, y, likelihood_scale) -> loss``: the negative ELBO averaged over
+    """``(params, noise, x, y, likelihood_scale) -> loss``: the negative ELBO averaged over
     ``options.num_particles`` draws, for the guide ``params = {"loc": ..., "rho": ...}`` with
-    std ``softplus(rho)``."""
+    std ``softplus(rho)`` and random numbers from ``noise`` (a :class:`KeyNoise`)."""
     observe = observe_fn(target.program)
 
-    def loss(params, key, x, y, likelihood_scale):
+    def loss(params, noise, x, y, likelihood_scale):
         loc = params["loc"]
         scale = {k: jax.nn.softplus(v) for k, v in params["rho"].items()}
-        noise = KeyNoise(key)
         total = 0.0
         for _ in range(options.num_particles):
             total = total + negative_elbo(
@@ -109,7 +108,7 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
         step_key = jax.random.fold_in(key, i)
         (value, _), new = optimiser.eval_and_update(
-            lambda p: (loss(p, step_key, xb, yb, scale), None), state
+            lambda p: (loss(p, KeyNoise(step_key), xb, yb, scale), None), state
         )
         # After a non-finite loss the state stays where the optimisation broke down (as in
         # the autoguide driver), so that check_losses names the sites that broke down.
