@@ -50,6 +50,7 @@ from ppl_bnn.methods.checks import (
 )
 from ppl_bnn.methods.divergence import check_finite_draws, diverged, nonfinite_sites
 from ppl_bnn.methods.minibatch import batch_schedule
+from ppl_bnn.model.estimators import check_estimator
 from ppl_bnn.seeding import numpy_generator
 
 #: Pyro's optimiser updates: one fused Adam over all guide parameters, or Pyro's ``SVI.step``.
@@ -138,13 +139,39 @@ class GaussianGuideOptions(SampledGuideOptions):
 
     Attributes:
         init_scale: Initial std of the guide (the libraries' default, 0.1).
+        estimator: The ELBO's gradient estimator (:mod:`ppl_bnn.model.estimators`):
+            ``"reparam"`` (the library's autoguide), or, for the mean-field guide only,
+            ``"local_reparam"`` or ``"flipout"`` (:mod:`ppl_bnn.methods.meanfield`; on Pyro
+            eager torch steps with one fused Adam: ``jit`` and ``update`` do not apply).
     """
 
     init_scale: float = 0.1
+    estimator: str = "reparam"
+
+    #: The estimators this guide accepts: each weight sampled on its own needs a mean-field one.
+    ESTIMATORS: ClassVar[tuple[str, ...]] = ("reparam",)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive_float("init_scale", self.init_scale)
+        check_estimator(self.estimator)
+        if self.estimator not in self.ESTIMATORS:
+            raise ValueError(
+                f"estimator {self.estimator!r} samples each weight's pre-activations on its own "
+                f"and needs the mean-field guide (method 'svi'); the {self.GUIDE} guide takes "
+                f"estimator: {', '.join(map(repr, self.ESTIMATORS))}"
+            )
+        if self.estimator != "reparam" and self.update == "pyro":
+            raise ValueError(
+                f"estimator {self.estimator!r} is fitted by its own loop with one fused torch "
+                "Adam, not by Pyro's SVI.step: drop update='pyro'"
+            )
+
+    @property
+    def driver(self) -> str:
+        """The backend driver that fits it: ``autoguide``, or ``meanfield`` for an estimator
+        other than ``reparam``."""
+        return "autoguide" if self.estimator == "reparam" else "meanfield"
 
     def guide_kwargs(self) -> dict[str, Any]:
         return {"init_scale": self.init_scale}

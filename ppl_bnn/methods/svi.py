@@ -1,5 +1,7 @@
 """``svi``: mean-field Gaussian variational inference (Blundell et al. 2015), the ``AutoNormal``
-guide of both libraries fitted by the reparameterised ELBO (:mod:`ppl_bnn.methods.optimisation`).
+guide of both libraries fitted by the reparameterised ELBO (:mod:`ppl_bnn.methods.optimisation`);
+with ``estimator="local_reparam"`` or ``"flipout"``, the same guide fitted by the ``meanfield``
+driver (:mod:`ppl_bnn.methods.meanfield`).
 """
 
 from __future__ import annotations
@@ -7,8 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.backends import get_driver
+from ppl_bnn.backends.base import Target
+from ppl_bnn.methods.base import Family, Method, RunOutput
 from ppl_bnn.methods.optimisation import GaussianGuideOptions
+from ppl_bnn.model.estimators import ESTIMATORS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,6 +21,12 @@ class SVIOptions(GaussianGuideOptions):
     """Options of ``fit(..., method="svi")``."""
 
     GUIDE: ClassVar[str] = "AutoNormal"
+    ESTIMATORS: ClassVar[tuple[str, ...]] = ESTIMATORS
+
+
+def run(name: str, target: Target, options: SVIOptions, seed: int) -> RunOutput:
+    """The fit by the driver of ``options.estimator``, on the target's backend."""
+    return get_driver(target.backend, options.driver)(name, target, options, seed)
 
 
 METHOD = Method(
@@ -24,5 +35,5 @@ METHOD = Method(
     options=SVIOptions,
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5},
-    driver="autoguide",
+    run=run,
 )

@@ -78,7 +78,12 @@ def _drop_data_plate_slot(value: Any, site: Site) -> Any:
 
 
 def bnn_model(
-    spec: BNNSpec, ppl: PPL, x: Any, y: Any | None = None, likelihood_scale: float = 1.0
+    spec: BNNSpec,
+    ppl: PPL,
+    x: Any,
+    y: Any | None = None,
+    likelihood_scale: float = 1.0,
+    network: Callable[[Mapping[str, Any], Any], Any] | None = None,
 ) -> Any:
     r"""The BNN as a generative program: priors on every site, then the likelihood of ``y``.
 
@@ -93,13 +98,16 @@ def bnn_model(
     with :math:`c = N / |B|` for an unbiased minibatch estimate of the full-data log joint
     (divided by a KL weight :math:`\beta` for beta-VI, by a temperature for tempered posteriors).
 
+    ``network(params, x)`` replaces :func:`forward` when given: a gradient estimator that samples
+    pre-activations rather than weights (:mod:`ppl_bnn.model.estimators`) passes its own.
+
     Returns the network output ``f`` (N, output_dim).
     """
     params = {
         site.name: _drop_data_plate_slot(ppl.sample(site.name, prior(site, ppl.dist)), site)
         for site in spec.sites()
     }
-    f = forward(spec, params, x, ppl)
+    f = forward(spec, params, x, ppl) if network is None else network(params, x)
     with ppl.plate("data", x.shape[0]), ppl.scale(scale=likelihood_scale):
         if spec.likelihood == "gaussian":
             sigma = noise_std(spec, params)
