@@ -68,8 +68,7 @@ class Dataset:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         if self.x_train.ndim not in (2, 4):
             raise ValueError(
-                f"x_train must be 2-D (n, d) or images (n, h, w, c), got shape "
-                f"{self.x_train.shape}"
+                f"x_train must be 2-D (n, d) or images (n, h, w, c), got shape {self.x_train.shape}"
             )
         shape = self.input_shape
         for label, x in (("x_train", self.x_train), ("x_test", self.x_test)):

@@ -207,8 +207,21 @@ def test_forward_over_draws_equals_single_forwards(backend):
 def test_forward_over_draws_agrees_across_backends():
     model = _image_model(NETWORKS["strided-max-leftover"], "categorical")
     stacked = {
-        k: np.stack([model.init_params(seed=s)[k] for s in range(3)])
-        for k in model.init_params(0)
+        k: np.stack([model.init_params(seed=s)[k] for s in range(3)]) for k in model.init_params(0)
     }
     f = {b: get_backend(b).forward_draws(model.spec, stacked, model.x) for b in ("numpyro", "pyro")}
     np.testing.assert_allclose(f["numpyro"], f["pyro"], rtol=RTOL, atol=1e-5)
+
+
+def test_draws_per_batch_counts_the_feature_maps():
+    """16 'same' feature maps of 8x8 images are 1,024 floats per example, not the input's 64."""
+    from ppl_bnn.backends.base import _BATCH_FLOATS, draws_per_batch
+    from ppl_bnn.model.spec import BNNSpec
+
+    spec = BNNSpec(
+        input_shape=(8, 8, 1),
+        layers=(Conv2d(16, 3, padding="same"), MaxPool2d(2), Flatten(), Dense(1)),
+        noise=0.1,
+    )
+    assert max(spec.widths) == 8 * 8 * 16
+    assert draws_per_batch(spec, 4) == _BATCH_FLOATS // (4 * 1024)

@@ -32,6 +32,6 @@ def test_mnist_as_images(mnist_data):
     ds = load_dataset("mnist", data_dir=mnist_data, max_train=30, max_test=10, image=True)
     assert ds.x_train.shape == (30, 28, 28, 1) and ds.x_test.shape == (10, 28, 28, 1)
     assert ds.x_ood.shape == (10, 28, 28, 1)
-    assert 0.0 <= ds.x_train.min() and ds.x_train.max() <= 1.0
+    assert ds.x_train.min() >= 0.0 and ds.x_train.max() <= 1.0
     flat = load_dataset("mnist", data_dir=mnist_data, max_train=30, max_test=10)
     np.testing.assert_array_equal(ds.x_train.reshape(30, -1), flat.x_train)
