@@ -58,3 +58,18 @@ def test_conv_fits_agree_on_the_log_likelihood_of_their_draws(model):
     f = predictive_at("numpyro", model.spec, result.draws, model.x).f
     ll = log_likelihood_per_draw(model.spec, f, None, model.y)
     np.testing.assert_allclose(ll, result.log_likelihood.reshape(ll.shape), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [("svi", {"num_particles": 2}), ("lowrank", {})],
+    ids=["vectorised-particles", "joint-guide"],
+)
+def test_pyro_batch_dims_of_particles_and_joint_guides_reach_the_convolution(
+    model, method, options
+):
+    """Pyro draws filters (P, 1, kh, kw, C, O) under its particle plate and (S, kh, kw, C, O)
+    from a joint guide; both run through the batched convolution."""
+    result = fit(model, method, backend="pyro", seed=0, num_steps=5, num_draws=4, **options)
+    assert np.isfinite(result.losses).all()
+    assert result.predict(model.x[:3]).probs.shape == (3, 3)
