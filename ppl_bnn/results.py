@@ -97,8 +97,9 @@ class FitResult:
         )
 
     def predict(self, x: object) -> Prediction:
-        """Posterior predictive at inputs ``x`` (N, D), vectorised over all draws."""
-        x_arr = validate_inputs(x, self.spec.input_dim)
+        """Posterior predictive at inputs ``x`` (N, D) or images (N, H, W, C), as the model was
+        built for, vectorised over all draws."""
+        x_arr = validate_inputs(x, self.spec.input_shape)
         return predictive_at(self.backend, self.spec, self.draws, x_arr)
 
     def attrs(self) -> dict[str, Any]:

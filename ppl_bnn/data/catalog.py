@@ -86,6 +86,7 @@ def load_dataset(
     max_train: int | None = None,
     max_test: int | None = None,
     seed: int = 0,
+    image: bool = False,
 ) -> Dataset:
     """Load one train/test split of a data set, standardised with training statistics.
 
@@ -104,12 +105,15 @@ def load_dataset(
         max_test: keep a random subset of at most this many test points (and OOD inputs).
         seed: seeds the subsets, together with ``split`` via ``SeedSequence((seed, split))``. It
             does not change the data of a split.
+        image: image sets (``digits``, ``mnist``, ``fashion-mnist``) only: inputs as images
+            (N, H, W, 1), e.g. (N, 28, 28, 1), for convolutional networks, instead of flat rows.
 
     Returns:
         The :class:`Dataset`.
 
     Raises:
-        ValueError: unknown name, split out of range, bad ``max_train`` / ``max_test`` / ``seed``.
+        ValueError: unknown name, split out of range, bad ``max_train`` / ``max_test`` / ``seed``,
+            ``image=True`` for a set that has no images.
         DatasetNotFoundError: a needed file is missing (the message says how to get it).
         DatasetCorruptError: a file fails its checksum or does not parse.
     """
@@ -117,6 +121,8 @@ def load_dataset(
     check_limit("max_test", max_test)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not isinstance(image, bool):
+        raise ValueError(f"image must be True or False, got {image!r}")
     if name in BUILTIN:
         split = _check_split(name, split, BUILTIN_SPLITS)
         raw = BUILTIN[name](split)
@@ -128,4 +134,6 @@ def load_dataset(
         raw = uci.load(name, split, resolve_data_dir(data_dir))
     else:
         raise _unknown(name, data_dir)
-    return build(name, split, raw, max_train=max_train, max_test=max_test, seed=int(seed))
+    return build(
+        name, split, raw, max_train=max_train, max_test=max_test, seed=int(seed), image=image
+    )

@@ -23,7 +23,9 @@ class Dataset:
         name: the data set, e.g. ``"sine"``, ``"bostonHousing"``, ``"mnist"``.
         task: ``"regression"`` or ``"classification"``.
         split: which train/test split (see :func:`ppl_bnn.data.num_splits`).
-        x_train: ``(N, D)`` float64 inputs.
+        x_train: ``(N, D)`` float64 inputs, or images ``(N, H, W, C)`` (``image=True`` of
+            :func:`~ppl_bnn.data.load_dataset`; then every input array, ``x_mean`` and ``x_std``
+            have that per-example shape).
         y_train: ``(N,)`` float64 standardised targets, or int64 labels ``0..K-1``.
         x_test: ``(M, D)`` float64 inputs.
         y_test: ``(M,)`` like ``y_train``.
@@ -64,20 +66,25 @@ class Dataset:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        if self.x_train.ndim != 2:
-            raise ValueError(f"x_train must be 2-D (n, d), got shape {self.x_train.shape}")
-        dim = self.input_dim
+        if self.x_train.ndim not in (2, 4):
+            raise ValueError(
+                f"x_train must be 2-D (n, d) or images (n, h, w, c), got shape {self.x_train.shape}"
+            )
+        shape = self.input_shape
         for label, x in (("x_train", self.x_train), ("x_test", self.x_test)):
-            if x.ndim != 2 or x.shape[1] != dim or x.dtype != np.float64:
+            if x.shape[1:] != shape or x.dtype != np.float64:
                 raise ValueError(
-                    f"{label} must be float64 of shape (n, {dim}), got {x.dtype} {x.shape}"
+                    f"{label} must be float64 of shape (n, {', '.join(map(str, shape))}), got "
+                    f"{x.dtype} {x.shape}"
                 )
         for label, x in (("x_ood", self.x_ood), ("x_grid", self.x_grid)):
-            if x is not None and (x.ndim != 2 or x.shape[1] != dim):
-                raise ValueError(f"{label} must have shape (n, {dim}), got {x.shape}")
+            if x is not None and x.shape[1:] != shape:
+                raise ValueError(
+                    f"{label} must have shape (n, {', '.join(map(str, shape))}), got {x.shape}"
+                )
         for label, x in (("x_mean", self.x_mean), ("x_std", self.x_std)):
-            if x.shape != (dim,):
-                raise ValueError(f"{label} must have shape ({dim},), got {x.shape}")
+            if x.shape != shape:
+                raise ValueError(f"{label} must have shape {shape}, got {x.shape}")
         for label, x, y in (
             ("train", self.x_train, self.y_train),
             ("test", self.x_test, self.y_test),
@@ -118,9 +125,14 @@ class Dataset:
         return int(self.x_test.shape[0])
 
     @property
+    def input_shape(self) -> tuple[int, ...]:
+        """One input's shape: ``(D,)``, or ``(H, W, C)`` for images loaded with ``image=True``."""
+        return tuple(int(n) for n in self.x_train.shape[1:])
+
+    @property
     def input_dim(self) -> int:
-        """Number of input columns ``D``."""
-        return int(self.x_train.shape[1])
+        """Number of input values ``D`` (H W C for images)."""
+        return int(np.prod(self.input_shape))
 
     def y_to_original(self, y_standardised: np.ndarray | float) -> np.ndarray:
         """Regression targets (or predictive means) back in original units.

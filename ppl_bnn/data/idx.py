@@ -136,4 +136,5 @@ def load(group: str, data_dir: Path) -> RawData:
         x_ood=x_ood.reshape(len(x_ood), -1),
         ood_name=ood_group,
         source=f"{SOURCES[group]}; {data_dir / group}",
+        image_shape=(*x_ood.shape[1:], 1),
     )

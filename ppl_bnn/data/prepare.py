@@ -24,7 +24,8 @@ class RawData:
     divided by ``pixel_max`` instead of standardised. ``x_ood`` and ``x_grid`` are in the same
     original units as ``x_test``. Labels of classification sets are integer class indices.
     ``test_inside`` and ``regions`` split the test set where training inputs cover only part of
-    it (see :class:`~ppl_bnn.data.dataset.Dataset`).
+    it (see :class:`~ppl_bnn.data.dataset.Dataset`). ``image_shape`` (H, W, C): the flat inputs
+    are images of that shape, row-major and channels last, and can be loaded as such.
     """
 
     task: str
@@ -40,6 +41,7 @@ class RawData:
     source: str = ""
     test_inside: np.ndarray | None = None
     regions: tuple[str, str] | None = None
+    image_shape: tuple[int, int, int] | None = None
 
 
 def split_generator(name: str, split: int, purpose: str = "data") -> np.random.Generator:
@@ -96,12 +98,16 @@ def build(
     max_train: int | None = None,
     max_test: int | None = None,
     seed: int = 0,
+    image: bool = False,
 ) -> Dataset:
     """Subset (if asked), then standardise with the (subset) training statistics.
 
     ``max_test`` also caps the number of OOD inputs. Subsets are drawn without replacement and
-    keep the original order.
+    keep the original order. ``image=True``: inputs (and ``x_mean``, ``x_std``) shaped as
+    ``raw.image_shape`` images, (N, H, W, C); ``ValueError`` for a set that has none.
     """
+    if image and raw.image_shape is None:
+        raise ValueError(f"{name} is not an image set; image=True needs images")
     train_rng, test_rng, ood_rng = subset_generators(seed, split)
     x_train, y_train, x_test, y_test = raw.x_train, raw.y_train, raw.x_test, raw.y_test
     x_ood, test_inside = raw.x_ood, raw.test_inside
@@ -119,13 +125,14 @@ def build(
     else:
         x_mean, x_std = column_stats(np.asarray(x_train, dtype=np.float64))
 
+    shape = tuple(raw.image_shape) if image else (dim,)
+
     def transform(x: np.ndarray | None) -> np.ndarray | None:
         if x is None:
             return None
         x = np.asarray(x, dtype=np.float64)
-        if raw.pixel_max is not None:
-            return x / raw.pixel_max
-        return (x - x_mean) / x_std
+        x = x / raw.pixel_max if raw.pixel_max is not None else (x - x_mean) / x_std
+        return x.reshape(len(x), *shape)
 
     if raw.task == "regression":
         y_train = np.asarray(y_train, dtype=np.float64)
@@ -149,8 +156,8 @@ def build(
         num_classes=raw.num_classes,
         y_mean=y_mean,
         y_std=y_std,
-        x_mean=x_mean,
-        x_std=x_std,
+        x_mean=x_mean.reshape(shape),
+        x_std=x_std.reshape(shape),
         x_ood=transform(x_ood),
         ood_name=raw.ood_name,
         x_grid=transform(raw.x_grid),

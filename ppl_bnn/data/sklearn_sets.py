@@ -68,6 +68,7 @@ def digits(split: int) -> RawData:
         y_test=y[test],
         num_classes=10,
         pixel_max=DIGITS_PIXEL_MAX,
+        image_shape=(8, 8, 1),
         x_ood=noise,
         ood_name="uniform noise",
         source="scikit-learn load_digits (UCI Optical Recognition of Handwritten Digits)",

@@ -28,7 +28,9 @@ class BNN:
     (see :meth:`BNNSpec.mlp <ppl_bnn.model.spec.BNNSpec.mlp>`).
 
     Args:
-        x: Inputs, shape (N, D), finite.
+        x: Inputs, finite: shape (N, D), or images (N, H, W, C) (channels last; give
+            ``layers=`` starting with :class:`~ppl_bnn.layers.Conv2d`, pooling or
+            :class:`~ppl_bnn.layers.Flatten`).
         y: Targets, shape (N,): floats for ``likelihood="gaussian"``, integer labels 0..K-1 for
             ``"categorical"`` (K is ``num_classes`` or, by default, ``max(y) + 1``).
         hidden, activation, prior_scale, fan_in_scaling: The MLP shorthand.
@@ -82,6 +84,12 @@ class BNN:
             "fan_in_scaling": fan_in_scaling,
         }
         if layers is None:
+            if x_arr.ndim != 2:
+                raise ValueError(
+                    f"the MLP shorthand (hidden=...) takes flat inputs (N, D), got x of shape "
+                    f"{x_arr.shape}; describe the network with layers=[...] (ppl_bnn.layers: "
+                    "Conv2d, MaxPool2d, AvgPool2d, Flatten, Dense)"
+                )
             if prior is not None and (prior_scale, fan_in_scaling) != (1.0, False):
                 raise ValueError("give prior= or prior_scale=/fan_in_scaling=, not both")
             spec = BNNSpec.mlp(
@@ -101,7 +109,7 @@ class BNN:
                     f"layers= describes the whole network; drop the MLP shorthand {changed}"
                 )
             spec = BNNSpec(
-                input_dim=x_arr.shape[1],
+                input_shape=x_arr.shape[1:],
                 layers=layers,
                 priors=DEFAULT_PRIOR if prior is None else prior,
                 likelihood=likelihood,
@@ -116,7 +124,7 @@ class BNN:
     @classmethod
     def from_spec(cls, spec: BNNSpec, x: object, y: object) -> BNN:
         """Bind an existing spec to data (checked against it)."""
-        x_arr = validate_inputs(x, spec.input_dim)
+        x_arr = validate_inputs(x, spec.input_shape)
         model = cls.__new__(cls)
         model.spec = spec
         model.x = x_arr

@@ -28,6 +28,12 @@ class PPL:
         dist: The distributions module.
         biject_to: Constraint -> bijection from unconstrained space (the library's registry).
         activations: Activation name -> elementwise function on that library's arrays.
+        conv2d: ``conv2d(x, w, stride, padding)``: the cross-correlation of images ``x``
+            (*Bx, N, H, W, C) with filters ``w`` (*Bw, kh, kw, C, O), batch axes ``Bx`` and
+            ``Bw`` broadcast, ``stride`` a pair, ``padding`` ((top, bottom), (left, right)) in
+            zeros; returns (*B, N, H', W', O).
+        pool: ``pool(x, reduce, size)``: ``"max"`` or ``"avg"`` over non-overlapping ``size``
+            windows (a pair) of ``x`` (..., H, W, C), leftover rows and columns dropped.
     """
 
     name: str
@@ -37,6 +43,8 @@ class PPL:
     dist: ModuleType
     biject_to: Callable[[Any], Any]
     activations: Mapping[str, Callable[[Any], Any]]
+    conv2d: Callable[..., Any]
+    pool: Callable[..., Any]
 
 
 def prior(site: Site, dist: ModuleType) -> Any:
@@ -45,10 +53,12 @@ def prior(site: Site, dist: ModuleType) -> Any:
 
 
 def forward(spec: BNNSpec, params: Mapping[str, Any], x: Any, ppl: PPL) -> Any:
-    """Network output ``f`` for inputs ``x`` (N, D), layer by layer with ``ppl``'s array ops.
+    """Network output ``f`` for inputs ``x`` (N, *input_shape), layer by layer with ``ppl``'s
+    array ops.
 
-    Parameters may carry leading batch axes (draws): ``w_l`` of shape (..., in, out) and ``b_l``
-    of shape (..., out) give ``f`` of shape (..., N, out).
+    Parameters may carry leading batch axes (draws): ``w_l`` of shape (..., in, out) (or
+    (..., kh, kw, in, out) for a convolution) and ``b_l`` of shape (..., out) give ``f`` of shape
+    (..., N, out).
     """
     h = x
     for layer, sites in spec.layer_params:

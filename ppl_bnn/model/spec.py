@@ -121,6 +121,26 @@ def _check_input_dim(input_dim: object) -> int:
     return int(input_dim)
 
 
+def _check_input_shape(input_dim: object, input_shape: object) -> tuple[int, ...]:
+    """One example's shape from ``input_shape`` or ``input_dim`` (flat: ``(input_dim,)``);
+    ``ValueError`` if neither is given, either is bad, or they disagree."""
+    if input_shape is None:
+        if input_dim is None:
+            raise ValueError("give input_dim (flat inputs) or input_shape (e.g. (H, W, C))")
+        return (_check_input_dim(input_dim),)
+    shape = _as_tuple(input_shape)
+    if not isinstance(shape, tuple) or not shape or not all(is_int(n) and n >= 1 for n in shape):
+        raise ValueError(
+            f"input_shape must be a non-empty sequence of positive integers, got {input_shape!r}"
+        )
+    shape = tuple(int(n) for n in shape)
+    if input_dim is not None and _check_input_dim(input_dim) != prod(shape):
+        raise ValueError(
+            f"input_dim {input_dim} disagrees with input_shape {shape} ({prod(shape)} values)"
+        )
+    return shape
+
+
 def _as_tuple(value: object) -> object:
     """Lists and arrays as tuples; anything else (strings and bytes too) unchanged, for
     validation to judge."""
@@ -136,7 +156,9 @@ class BNNSpec:
     """A Bayesian network: layers, priors and likelihood.
 
     Args:
-        input_dim: Number of input features D.
+        input_dim: Number of input features D, for flat inputs (N, D).
+        input_shape: One example's shape instead, e.g. (H, W, C) for images (N, H, W, C),
+            channels last; ``input_dim`` is then its number of values.
         layers: The layers from input to output (the last one's width is the output width: 1 for
             regression, ``num_classes`` for classification).
         priors: One prior for every weight and bias, or one per parametrised layer.
@@ -150,7 +172,8 @@ class BNNSpec:
     :meth:`mlp` builds the spec of a fully connected network from layer widths.
     """
 
-    input_dim: int
+    input_dim: int | None = None
+    input_shape: tuple[int, ...] | None = None
     layers: tuple[Layer, ...]
     priors: Prior | tuple[Prior, ...] = DEFAULT_PRIOR
     likelihood: Literal["gaussian", "categorical"] = "gaussian"
@@ -159,7 +182,9 @@ class BNNSpec:
     noise_prior: Prior | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "input_dim", _check_input_dim(self.input_dim))
+        shape = _check_input_shape(self.input_dim, self.input_shape)
+        object.__setattr__(self, "input_shape", shape)
+        object.__setattr__(self, "input_dim", prod(shape))
         noise, num_classes = _check_likelihood(self.likelihood, self.noise, self.num_classes)
         object.__setattr__(self, "noise", noise)
         object.__setattr__(self, "num_classes", num_classes)
@@ -182,7 +207,7 @@ class BNNSpec:
     @cached_property
     def _shapes(self) -> tuple[tuple[int, ...], ...]:
         """Per-example shapes from the input through every layer."""
-        shapes = [(self.input_dim,)]
+        shapes = [self.input_shape]
         for layer in self.layers:
             shapes.append(tuple(layer.output_shape(shapes[-1])))
         return tuple(shapes)
@@ -320,8 +345,13 @@ class BNNSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description that :meth:`from_dict` turns back into an equal spec."""
+        # Flat specs keep the form written before image inputs; images write their shape.
+        if len(self.input_shape) == 1:
+            shape: dict[str, Any] = {"input_dim": self.input_dim}
+        else:
+            shape = {"input_shape": list(self.input_shape)}
         return {
-            "input_dim": self.input_dim,
+            **shape,
             "layers": [layer.to_dict() for layer in self.layers],
             "priors": [prior.to_dict() for prior in self.priors],
             "likelihood": self.likelihood,

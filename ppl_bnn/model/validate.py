@@ -32,19 +32,38 @@ def _check_numeric(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
 
 
-def validate_inputs(x: object, input_dim: int | None = None, name: str = "x") -> np.ndarray:
-    """``x`` as a finite float32 array of shape (N, D); ``ValueError`` naming the problem."""
+def validate_inputs(
+    x: object, input_shape: int | tuple[int, ...] | None = None, name: str = "x"
+) -> np.ndarray:
+    """``x`` as a finite float32 array: flat (N, D) or images (N, H, W, C), channels last.
+
+    ``input_shape``: one example's shape the model was built for (an int D for flat inputs);
+    ``ValueError`` naming the problem when ``x`` does not fit it.
+    """
     arr = np.asarray(x)
     _check_numeric(arr, name)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-dimensional (N, D), got shape {arr.shape}")
+    if arr.ndim not in (2, 4):
+        hint = ""
+        if arr.ndim == 3:
+            hint = f"; single-channel images (N, H, W) need a channel axis: {name}[..., None]"
+        raise ValueError(
+            f"{name} must be 2-dimensional (N, D), got shape {arr.shape}; images must be "
+            f"4-dimensional (N, H, W, C){hint}"
+        )
     if arr.shape[0] == 0:
         raise ValueError(f"{name} has no rows")
-    if input_dim is not None and arr.shape[1] != input_dim:
-        raise ValueError(
-            f"{name} has {arr.shape[1]} features but the model was built with {input_dim}"
-        )
-    finite = np.isfinite(arr).all(axis=1)
+    if input_shape is not None:
+        expected = (input_shape,) if isinstance(input_shape, int) else tuple(input_shape)
+        if arr.shape[1:] != expected:
+            if arr.ndim == 2 and len(expected) == 1:
+                raise ValueError(
+                    f"{name} has {arr.shape[1]} features but the model was built with {expected[0]}"
+                )
+            raise ValueError(
+                f"{name} has examples of shape {arr.shape[1:]} but the model was built for "
+                f"examples of shape {expected}"
+            )
+    finite = np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1)
     if not finite.all():
         raise ValueError(
             f"{name} contains non-finite values (NaN or inf) in {int(np.sum(~finite))} row(s)"

@@ -16,6 +16,7 @@ import numpyro.handlers
 from numpyro.infer.util import log_density as _numpyro_log_density
 
 from ppl_bnn.backends.base import draws_per_batch
+from ppl_bnn.backends.numpyro import conv
 from ppl_bnn.backends.numpyro.compile_cache import enable_jax_cache
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
@@ -39,6 +40,8 @@ PPL_NUMPYRO = PPL(
         "gelu": partial(jax.nn.gelu, approximate=False),
         "sigmoid": jax.nn.sigmoid,
     },
+    conv2d=conv.conv2d,
+    pool=conv.pool,
 )
 
 

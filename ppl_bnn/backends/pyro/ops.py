@@ -13,6 +13,7 @@ import torch
 from pyro import poutine
 
 from ppl_bnn.backends.base import draws_per_batch
+from ppl_bnn.backends.pyro import conv
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
 
@@ -31,6 +32,8 @@ PPL_PYRO = PPL(
         "gelu": torch.nn.functional.gelu,
         "sigmoid": torch.sigmoid,
     },
+    conv2d=conv.conv2d,
+    pool=conv.pool,
 )
 
 
