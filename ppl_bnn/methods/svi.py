@@ -13,7 +13,7 @@ from ppl_bnn.backends import get_driver
 from ppl_bnn.backends.base import Target
 from ppl_bnn.methods.base import Family, Method, RunOutput
 from ppl_bnn.methods.optimisation import GaussianGuideOptions
-from ppl_bnn.model.estimators import ESTIMATORS
+from ppl_bnn.model.estimators import ESTIMATORS, linear_map
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +25,11 @@ class SVIOptions(GaussianGuideOptions):
 
 
 def run(name: str, target: Target, options: SVIOptions, seed: int) -> RunOutput:
-    """The fit by the driver of ``options.estimator``, on the target's backend."""
+    """The fit by the driver of ``options.estimator``, on the target's backend, once every layer
+    is known to have a rule for that estimator."""
+    for layer, sites in target.spec.layer_params:
+        if sites:
+            linear_map(layer, options.estimator)
     return get_driver(target.backend, options.driver)(name, target, options, seed)
 
 
