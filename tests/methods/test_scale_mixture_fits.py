@@ -9,6 +9,7 @@ import pytest
 
 from ppl_bnn import BNN, FitResult, fit
 from ppl_bnn.backends.base import Target
+from ppl_bnn.methods import get_method
 from ppl_bnn.priors import ScaleMixture
 
 BACKENDS = ("numpyro", "pyro")
@@ -21,11 +22,12 @@ def sine() -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_nuts_and_svi_run_with_a_fixed_mixture(sine, backend) -> None:
+def test_nuts_svi_and_sgld_run_with_a_fixed_mixture(sine, backend) -> None:
     model = BNN(*sine, hidden=(3,), noise=0.1, prior=ScaleMixture())
     nuts = fit(model, "nuts", backend=backend, num_warmup=30, num_samples=20, num_chains=1)
     svi = fit(model, "svi", backend=backend, num_steps=50, num_draws=10)
-    for result in (nuts, svi):
+    sgld = fit(model, "sgld", backend=backend, **get_method("sgld", backend).smoke)
+    for result in (nuts, svi, sgld):
         assert result.draws["w0"].shape[-2:] == (1, 3)
         assert all(np.isfinite(v).all() for v in result.draws.values())
         assert "learned_prior" not in result.info
