@@ -5,10 +5,9 @@
 >>> result = fit(model, method="nuts", backend="pyro")  # doctest: +SKIP
 """
 
-from ppl_bnn import layers
+from ppl_bnn import layers, priors
 from ppl_bnn.fit import fit
 from ppl_bnn.methods import available as available_methods
-from ppl_bnn.model import priors
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.layers import ACTIVATIONS
 from ppl_bnn.model.spec import LIKELIHOODS, BNNSpec

@@ -10,7 +10,7 @@ import numpy as np
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
-from ppl_bnn.methods import get_method, make_options
+from ppl_bnn.methods import METHODS, get_method, make_options
 from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
@@ -44,8 +44,12 @@ def fit(
         method broke down but kept finite draws (SG-MCMC draws before the divergence, the
         ensemble members that stayed finite), ``info["diverged"]`` is True and
         ``diverged_at_step``, ``diverged_sites`` and ``diverged_cause`` say where and why.
+        With a learned prior, ``info["learned_prior"]`` holds its fitted hyperparameters (one
+        dict per member for ``ensemble``).
 
     Raises:
+        ValueError: A learned prior (``ScaleMixture(learned=True)``) with a method that cannot
+            fit its hyperparameters (``nuts``, ``hmc``, ``sgld``, ``sghmc``, ``laplace``).
         DivergedError: The method broke down numerically (a non-finite loss, draw, step or
             log density) and kept no usable draw; the message names the step, the sites where
             known and the likely cause (:mod:`ppl_bnn.methods.divergence`).
@@ -64,6 +68,12 @@ def fit(
     seed = check_seed(seed)
     entry = get_method(method, backend)
     opts = make_options(entry, options, backend=backend)
+    if model.spec.learned_prior is not None and not entry.learns_hyperparameters:
+        learners = ", ".join(m.name for m in METHODS if m.learns_hyperparameters)
+        raise ValueError(
+            f"a learned prior needs an optimisation method that fits its hyperparameters "
+            f"({learners}), not {method!r}: give the prior learned=False for {method}"
+        )
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.

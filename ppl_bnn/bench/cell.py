@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Self
 
 from ppl_bnn.bench.environment import machine_info, timestamp
 from ppl_bnn.bench.evaluate import STORED_DRAWS
 from ppl_bnn.bench.record import SCHEMA_VERSION
-from ppl_bnn.model.priors import prior_from_dict
+from ppl_bnn.model.priors import Prior, prior_from_dict
 
 
 class _Runnable:
@@ -161,10 +162,23 @@ def base_record(cell: Cell | Probe) -> dict[str, Any]:
 def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:
     """:class:`ppl_bnn.BNN` keywords for ``data``: the likelihood follows the task; ``noise``
     applies to regression only and defaults to ``"learned"``; ``noise_prior`` is given in its
-    dict form (``{kind = "gamma", concentration = 6.0, rate = 6.0}``)."""
-    kwargs = {k: v for k, v in model.items() if k not in ("noise", "noise_prior")}
+    dict form (``{kind = "gamma", concentration = 6.0, rate = 6.0}``), ``prior`` (the weights'
+    and biases' prior, instead of ``prior_scale``) likewise, one table or one per layer."""
+    kwargs = {k: v for k, v in model.items() if k not in ("noise", "noise_prior", "prior")}
+    if model.get("prior") is not None:
+        kwargs["prior"] = weight_prior(model["prior"])
     if data.task != "regression":
         return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}
     if model.get("noise_prior") is not None:
         kwargs["noise_prior"] = prior_from_dict(model["noise_prior"])
     return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}
+
+
+def weight_prior(table: Any) -> Prior | list[Prior]:
+    """A suite's ``prior``: one prior table (``{kind = "scale_mixture", pi = 0.2, ...}``) or a
+    list of them, one per layer, as prior objects."""
+    if isinstance(table, Mapping):
+        return prior_from_dict(dict(table))
+    if isinstance(table, list) and table and all(isinstance(t, Mapping) for t in table):
+        return [prior_from_dict(dict(t)) for t in table]
+    raise TypeError(f"a prior is a table or a list of tables (one per layer), got {table!r}")

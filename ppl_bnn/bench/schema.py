@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
-from ppl_bnn.bench.cell import model_arguments
+from ppl_bnn.bench.cell import model_arguments, weight_prior
 from ppl_bnn.methods import get_method, make_options
 from ppl_bnn.model.priors import prior_from_dict
 from ppl_bnn.model.spec import BNNSpec
 
 #: The ``[model]`` keys: :class:`ppl_bnn.BNN` keywords other than the data and likelihood.
-MODEL_KEYS = {"hidden", "activation", "prior_scale", "fan_in_scaling", "noise", "noise_prior"}
+MODEL_KEYS = {
+    "hidden",
+    "activation",
+    "prior_scale",
+    "fan_in_scaling",
+    "prior",
+    "noise",
+    "noise_prior",
+}
 #: What :func:`check_model` builds the model spec for: a regression set (noise keys apply).
 _REGRESSION = SimpleNamespace(task="regression")
 
@@ -107,8 +116,23 @@ def check_model(where: str, model: Any) -> dict[str, Any]:
             f'{where}: noise_prior must be a prior table, e.g. {{ kind = "gamma", '
             f"concentration = 6.0, rate = 6.0 }}: {err}"
         ) from err
+    if model.get("prior") is not None:
+        both = sorted(k for k in ("prior_scale", "fan_in_scaling") if k in model)
+        if both:
+            raise SuiteError(f"{where}: give prior or {' and '.join(both)}, not both")
+        try:
+            weight_prior(model["prior"])
+        except (TypeError, ValueError) as err:
+            raise SuiteError(
+                f'{where}: prior must be a prior table, e.g. {{ kind = "scale_mixture", '
+                f"pi = 0.2, sigma1 = 1.0, sigma2 = 0.1 }}, or one per layer: {err}"
+            ) from err
     try:
-        BNNSpec.mlp(input_dim=1, **model_arguments(model, _REGRESSION))
+        kwargs = model_arguments(model, _REGRESSION)
+        prior = kwargs.pop("prior", None)
+        spec = BNNSpec.mlp(input_dim=1, **kwargs)
+        if prior is not None:
+            replace(spec, priors=prior)
     except (TypeError, ValueError) as err:
         raise SuiteError(f"{where}: {err}") from err
     return dict(model)

@@ -87,6 +87,9 @@ class Method:
         run: A backend-neutral runner ``(name, target, options, seed)``.
         exact: A Markov chain with a Metropolis correction on the full-data posterior, exact
             in the limit of many draws (reports show its rank plots and weight summaries).
+        learns_hyperparameters: It maximises an objective over which a learned prior's
+            hyperparameters can be fitted too (the ELBO or the log joint); ``fit`` refuses a
+            learned prior for any other method.
     """
 
     name: str
@@ -97,6 +100,7 @@ class Method:
     driver: str | None = None
     run: Runner | None = None
     exact: bool = False
+    learns_hyperparameters: bool = False
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):

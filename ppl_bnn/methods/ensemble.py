@@ -78,6 +78,8 @@ def run(name: str, target: Target, options: EnsembleOptions, seed: int) -> RunOu
         for phase in ("compile", "warmup", "sampling")
     }
     info = {**members[0].info, "num_members": options.num_members}
+    if "learned_prior" in info:  # each member fits its own hyperparameters
+        info["learned_prior"] = [m.info["learned_prior"] for m in members]
     if failures:
         info.update(breakdown.details(), members_diverged=len(failures))
     losses = np.stack([m.losses for m in members])
@@ -91,4 +93,5 @@ METHOD = Method(
     family=Family.ENSEMBLE,
     smoke={"num_steps": 20, "num_members": 2},
     run=run,
+    learns_hyperparameters=True,
 )

@@ -36,4 +36,5 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5},
     driver="autoguide",
+    learns_hyperparameters=True,
 )

@@ -24,4 +24,5 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30},
     driver="autoguide",
+    learns_hyperparameters=True,
 )

@@ -87,7 +87,7 @@ def closed_form_kl(prior: Prior, loc: Any, scale: Any, xp: ModuleType) -> Any | 
 def monte_carlo_kl(prior: Prior, loc: Any, scale: Any, z: Any, xp: ModuleType) -> Any:
     r""":math:`\log q(z) - \log p(z)` at a draw ``z`` of the site (unconstrained space)."""
     log_q = (-0.5 * ((z - loc) / scale) ** 2 - xp.log(scale) - _HALF_LOG_2PI).sum()
-    return log_q - prior.log_density_unconstrained(z, xp.exp)
+    return log_q - prior.log_density_unconstrained(z, xp.exp, xp.log)
 
 
 def negative_elbo(

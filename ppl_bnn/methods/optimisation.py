@@ -28,6 +28,11 @@ Adam (``foreach``) updates every guide parameter at once (``update="fused"``); `
 takes Pyro's own ``SVI.step``, which traces the parameters at every step and keeps one Adam per
 parameter. Adam is elementwise, so both updates are the same map.
 
+A learned prior's hyperparameters (:class:`~ppl_bnn.model.priors.ScaleMixture` with
+``learned=True``) are ``param`` sites of the model: both libraries' SVI optimise them with the
+guide, maximising the ELBO over them (type-II maximum likelihood; with ``map`` and ``ensemble``,
+the log joint). The fitted values are ``info["learned_prior"]`` (:func:`learned_prior_info`).
+
 Posterior draws come from each library's own guide sampler (NumPyro ``sample_posterior``, Pyro
 ``Predictive``), seeded from the fit's seed.
 """
@@ -51,6 +56,7 @@ from ppl_bnn.methods.checks import (
 from ppl_bnn.methods.divergence import check_finite_draws, diverged, nonfinite_sites
 from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.model.estimators import check_estimator
+from ppl_bnn.model.program import HYPERPARAMETER_PREFIX
 from ppl_bnn.seeding import numpy_generator
 
 #: Pyro's optimiser updates: one fused Adam over all guide parameters, or Pyro's ``SVI.step``.
@@ -220,6 +226,19 @@ def check_losses(
     if bad.size:
         sites = nonfinite_sites(params, target.model)
         raise loss_error(name, target, options, int(bad[0]), sites)
+
+
+def learned_prior_info(target: Target, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"learned_prior": {"pi": ..., ...}}``: the learned prior's fitted hyperparameters from
+    ``params`` (constrained values by param site name), or ``{}`` without a learned prior."""
+    learned = target.spec.learned_prior
+    if learned is None:
+        return {}
+    values = {
+        name: float(np.asarray(params[HYPERPARAMETER_PREFIX + name]))
+        for name in learned.hyperparameters
+    }
+    return {"learned_prior": values}
 
 
 def finish(

@@ -27,6 +27,11 @@ class SVIOptions(GaussianGuideOptions):
 def run(name: str, target: Target, options: SVIOptions, seed: int) -> RunOutput:
     """The fit by the driver of ``options.estimator``, on the target's backend, once every layer
     is known to have a rule for that estimator."""
+    if options.estimator != "reparam" and target.spec.learned_prior is not None:
+        raise ValueError(
+            f"estimator {options.estimator!r} does not fit a learned prior's hyperparameters; "
+            "use estimator='reparam' or a prior with learned=False"
+        )
     for layer, sites in target.spec.layer_params:
         if sites:
             linear_map(layer, options.estimator)
@@ -40,4 +45,5 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
+    learns_hyperparameters=True,
 )

@@ -39,8 +39,10 @@ class BNN:
             Gamma(1, 0.1), which lets the noise shrink to the residuals; PBP's Gamma(6, 6) is
             ``ppl_bnn.priors.PBP_NOISE_PRIOR``; see :class:`~ppl_bnn.model.spec.BNNSpec`).
         layers: The layers from input to output (:mod:`ppl_bnn.layers`), instead of the shorthand.
-        prior: One prior (:mod:`ppl_bnn.priors`) for every weight and bias, or one per
-            parametrised layer; with the shorthand it replaces ``prior_scale``.
+        prior: One prior (:mod:`ppl_bnn.priors`: ``Normal``, ``ScaleMixture``) for every weight
+            and bias, or one per parametrised layer; with the shorthand it replaces
+            ``prior_scale``. A ``ScaleMixture(learned=True)`` is fitted with the optimisation
+            methods (one set of hyperparameters for every layer that carries it).
 
     Example:
         >>> import numpy as np

@@ -8,6 +8,10 @@ framework-free log density on that parametrisation (:meth:`log_density_unconstra
 - :class:`Normal`: :math:`w \sim \mathcal N(0, s^2)` elementwise, on the real line.
 - :class:`Gamma`: :math:`\tau \sim \text{Gamma}(a, b)` (shape :math:`a`, rate :math:`b`), on
   :math:`(0, \infty)`, sampled as :math:`u = \log \tau`.
+- :class:`ScaleMixture`: :math:`w \sim \pi\,\mathcal N(0, \sigma_1^2) + (1 - \pi)\,\mathcal N(0,
+  \sigma_2^2)` elementwise, on the real line (Blundell et al. 2015, "Weight Uncertainty in
+  Neural Networks", sec. 3.3); with ``learned=True`` its three parameters are point-estimated
+  with the fit (type-II maximum likelihood), one set shared by every layer that carries it.
 
 A new prior is one class here satisfying :class:`Prior`.
 
@@ -35,6 +39,9 @@ class Prior(Protocol):
 
     #: Whether the support is (0, inf) (unconstrained by ``log``) rather than the real line.
     positive: bool
+    #: Whether its :attr:`hyperparameters` are point-estimated with the fit (the model declares
+    #: them as ``param`` sites and builds :meth:`distribution` from their values).
+    learned: bool
 
     def distribution(self, dist: ModuleType, shape: tuple[int, ...]) -> Any:
         """The prior of a site of ``shape`` built from a PPL's distributions module."""
@@ -45,9 +52,11 @@ class Prior(Protocol):
     def unconstrain(self, value: np.ndarray) -> np.ndarray:
         """``value`` mapped to the unconstrained space samplers move in."""
 
-    def log_density_unconstrained(self, z: Any, exp: Callable[[Any], Any]) -> Any:
+    def log_density_unconstrained(
+        self, z: Any, exp: Callable[[Any], Any], log: Callable[[Any], Any]
+    ) -> Any:
         """:math:`\\log p(T(z)) + \\log|\\det J_T(z)|` summed over a site, with array arithmetic
-        (``exp`` is the framework's exponential)."""
+        (``exp`` and ``log`` are the framework's elementwise functions)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; :func:`prior_from_dict` reads it back."""
@@ -75,6 +84,7 @@ class Normal:
 
     scale: float
     positive = False
+    learned = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", _positive_finite("Normal scale", self.scale))
@@ -88,7 +98,9 @@ class Normal:
     def unconstrain(self, value: np.ndarray) -> np.ndarray:
         return value
 
-    def log_density_unconstrained(self, z: Any, exp: Callable[[Any], Any]) -> Any:
+    def log_density_unconstrained(
+        self, z: Any, exp: Callable[[Any], Any], log: Callable[[Any], Any]
+    ) -> Any:
         n = math.prod(z.shape)
         s = self.scale
         return -0.5 * (z * z).sum() / s**2 - n * math.log(s) - n * _HALF_LOG_2PI
@@ -104,6 +116,7 @@ class Gamma:
     concentration: float
     rate: float
     positive = True
+    learned = False
 
     def __post_init__(self) -> None:
         for name in ("concentration", "rate"):
@@ -118,7 +131,9 @@ class Gamma:
     def unconstrain(self, value: np.ndarray) -> np.ndarray:
         return np.log(value)
 
-    def log_density_unconstrained(self, z: Any, exp: Callable[[Any], Any]) -> Any:
+    def log_density_unconstrained(
+        self, z: Any, exp: Callable[[Any], Any], log: Callable[[Any], Any]
+    ) -> Any:
         # tau = exp(z): log Gamma(tau; a, b) + z  =  a log b - lgamma(a) + a z - b exp(z)
         a, b = self.concentration, self.rate
         n = math.prod(z.shape)
@@ -128,12 +143,122 @@ class Gamma:
         return {"kind": "gamma", "concentration": self.concentration, "rate": self.rate}
 
 
+def _probability(name: str, value: object) -> float:
+    if not is_number(value):
+        kind = type(value).__name__
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}: a {kind}, not a number")
+    if not (0 < value < 1):
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return float(value)
+
+
+def _stack(dist: ModuleType, values: list[Any]) -> Any:
+    """``values`` (numbers or 0-d arrays) as one 1-d array of the framework behind ``dist``:
+    JAX for NumPyro's distributions module, torch for Pyro's."""
+    if dist.__name__.split(".")[0] == "numpyro":
+        import jax.numpy as jnp
+
+        return jnp.stack([jnp.asarray(v, dtype=jnp.result_type(float)) for v in values])
+    import torch
+
+    return torch.stack([torch.as_tensor(v, dtype=torch.get_default_dtype()) for v in values])
+
+
+#: The hyperparameters of :class:`ScaleMixture` and the constraint (a name in both libraries'
+#: ``distributions.constraints``) their ``param`` sites carry when learned.
+MIXTURE_HYPERPARAMETERS: dict[str, str] = {
+    "pi": "unit_interval",
+    "sigma1": "positive",
+    "sigma2": "positive",
+}
+
+
+@dataclass(frozen=True)
+class ScaleMixture:
+    r"""Scale mixture of two zero-mean Normals (Blundell et al. 2015, sec. 3.3), elementwise:
+
+    .. math::
+
+        p(w) = \pi\,\mathcal N(w; 0, \sigma_1^2) + (1 - \pi)\,\mathcal N(w; 0, \sigma_2^2),
+
+    variance :math:`\pi\sigma_1^2 + (1 - \pi)\sigma_2^2`. With :math:`\sigma_1 > \sigma_2` it has
+    a heavy tail and a spike near zero. ``learned=True`` makes :math:`(\pi, \sigma_1, \sigma_2)`
+    point estimates fitted with the ELBO (type-II maximum likelihood), starting at the given
+    values and shared by every layer with this prior; only optimisation methods fit them.
+    """
+
+    pi: float = 0.2
+    sigma1: float = 1.0
+    sigma2: float = 0.1
+    learned: bool = False
+    positive = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pi", _probability("ScaleMixture pi", self.pi))
+        for name in ("sigma1", "sigma2"):
+            value = _positive_finite(f"ScaleMixture {name}", getattr(self, name))
+            object.__setattr__(self, name, value)
+        if not isinstance(self.learned, bool):
+            raise ValueError(f"ScaleMixture learned must be True or False, got {self.learned!r}")
+
+    @property
+    def hyperparameters(self) -> dict[str, tuple[float, str]]:
+        """``{name: (initial value, constraint name)}`` of what is learned (empty when fixed)."""
+        if not self.learned:
+            return {}
+        return {name: (getattr(self, name), c) for name, c in MIXTURE_HYPERPARAMETERS.items()}
+
+    def distribution(
+        self, dist: ModuleType, shape: tuple[int, ...], values: dict[str, Any] | None = None
+    ) -> Any:
+        """The mixture over a site; ``values`` (``pi``, ``sigma1``, ``sigma2``, e.g. a model's
+        ``param`` sites) replace the fixed ones."""
+        v = {name: getattr(self, name) for name in MIXTURE_HYPERPARAMETERS}
+        v.update(values or {})
+        probs = _stack(dist, [v["pi"], 1.0 - v["pi"]])
+        scales = _stack(dist, [v["sigma1"], v["sigma2"]])
+        mixture = dist.MixtureSameFamily(dist.Categorical(probs=probs), dist.Normal(0.0, scales))
+        return _event(mixture, shape)
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        scale = np.where(rng.random(size=shape) < self.pi, self.sigma1, self.sigma2)
+        return scale * rng.standard_normal(size=shape)
+
+    def unconstrain(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+    def log_density_unconstrained(
+        self, z: Any, exp: Callable[[Any], Any], log: Callable[[Any], Any]
+    ) -> Any:
+        # With (a, s) the wider component and (b, t) the other, factor the wider one out:
+        # log p(z) = log(a / s) - log sqrt(2 pi) - z^2 / 2s^2
+        #            + log(1 + (b s)/(a t) exp(-z^2 (1/t^2 - 1/s^2) / 2)),
+        # whose exp(...) <= 1 cannot overflow: a log-sum-exp without a max.
+        components = [(self.pi, self.sigma1), (1.0 - self.pi, self.sigma2)]
+        (a, s), (b, t) = sorted(components, key=lambda c: -c[1])
+        sq = z * z
+        n = math.prod(z.shape)
+        ratio = (b * s) / (a * t)
+        rate = 0.5 * (1.0 / t**2 - 1.0 / s**2)
+        head = n * (math.log(a / s) - _HALF_LOG_2PI) - 0.5 * sq.sum() / s**2
+        return head + log(1.0 + ratio * exp(-rate * sq)).sum()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "scale_mixture",
+            "pi": self.pi,
+            "sigma1": self.sigma1,
+            "sigma2": self.sigma2,
+            "learned": self.learned,
+        }
+
+
 #: The noise-precision prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
 #: used on the UCI regression benchmark; it floors the noise (see :mod:`ppl_bnn.model.spec`).
 PBP_NOISE_PRIOR = Gamma(6.0, 6.0)
 
 #: Prior classes by the ``kind`` their :meth:`to_dict` writes.
-PRIORS: dict[str, type] = {"normal": Normal, "gamma": Gamma}
+PRIORS: dict[str, type] = {"normal": Normal, "gamma": Gamma, "scale_mixture": ScaleMixture}
 
 
 def prior_from_dict(data: dict[str, Any]) -> Prior:
@@ -142,4 +267,7 @@ def prior_from_dict(data: dict[str, Any]) -> Prior:
     kind = fields.pop("kind", None)
     if kind not in PRIORS:
         raise ValueError(f"unknown prior kind {kind!r}; known: {', '.join(PRIORS)}")
-    return PRIORS[kind](**fields)
+    try:
+        return PRIORS[kind](**fields)
+    except TypeError as err:  # an unknown or missing field
+        raise ValueError(f"bad {kind!r} prior {data!r}: {err}") from err

@@ -24,6 +24,8 @@ class PPL:
         name: Backend name (``"pyro"`` or ``"numpyro"``).
         sample: ``pyro.sample`` / ``numpyro.sample``.
         plate: ``pyro.plate`` / ``numpyro.plate``.
+        param: ``(name, initial value, constraint) -> value``: ``pyro.param`` /
+            ``numpyro.param``, a point-estimated parameter of the model.
         scale: ``pyro.poutine.scale`` / ``numpyro.handlers.scale``.
         dist: The distributions module.
         biject_to: Constraint -> bijection from unconstrained space (the library's registry).
@@ -39,6 +41,7 @@ class PPL:
     name: str
     sample: Callable[..., Any]
     plate: Callable[..., Any]
+    param: Callable[[str, float, Any], Any]
     scale: Callable[..., Any]
     dist: ModuleType
     biject_to: Callable[[Any], Any]
@@ -47,9 +50,30 @@ class PPL:
     pool: Callable[..., Any]
 
 
-def prior(site: Site, dist: ModuleType) -> Any:
-    """The prior distribution of ``site`` built from a distributions module."""
+#: Prefix of the ``param`` sites of a learned prior's hyperparameters (``prior_pi``, ...).
+HYPERPARAMETER_PREFIX = "prior_"
+
+
+def prior(site: Site, dist: ModuleType, learned: Mapping[str, Any] | None = None) -> Any:
+    """The prior distribution of ``site`` built from a distributions module; a learned prior
+    takes its hyperparameters from ``learned`` (see :func:`learned_hyperparameters`)."""
+    if learned is not None and site.prior.learned:
+        return site.prior.distribution(dist, site.shape, learned)
     return site.prior.distribution(dist, site.shape)
+
+
+def learned_hyperparameters(spec: BNNSpec, ppl: PPL) -> dict[str, Any] | None:
+    """The learned prior's hyperparameters as the model's ``param`` sites (``prior_<name>``,
+    constrained to their support, starting at the prior's values); None without one."""
+    learned = spec.learned_prior
+    if learned is None:
+        return None
+    return {
+        name: ppl.param(
+            HYPERPARAMETER_PREFIX + name, init, getattr(ppl.dist.constraints, constraint)
+        )
+        for name, (init, constraint) in learned.hyperparameters.items()
+    }
 
 
 def forward(spec: BNNSpec, params: Mapping[str, Any], x: Any, ppl: PPL) -> Any:
@@ -97,6 +121,9 @@ def bnn_model(
 ) -> Any:
     r"""The BNN as a generative program: priors on every site, then the likelihood of ``y``.
 
+    A learned prior's hyperparameters are ``param`` sites, point-estimated by the optimisation
+    methods together with the guide; elsewhere they keep their initial values.
+
     ``likelihood_scale`` multiplies the log-likelihood term, and is the one place where
     minibatching and tempering enter the log joint:
 
@@ -113,8 +140,11 @@ def bnn_model(
 
     Returns the network output ``f`` (N, output_dim).
     """
+    learned = learned_hyperparameters(spec, ppl)
     params = {
-        site.name: _drop_data_plate_slot(ppl.sample(site.name, prior(site, ppl.dist)), site)
+        site.name: _drop_data_plate_slot(
+            ppl.sample(site.name, prior(site, ppl.dist, learned)), site
+        )
         for site in spec.sites()
     }
     f = forward(spec, params, x, ppl) if network is None else network(params, x)

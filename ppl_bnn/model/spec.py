@@ -222,7 +222,19 @@ class BNNSpec:
             raise ValueError(f"priors must be a prior or one prior per layer, got {self.priors!r}")
         if len(priors) != count:
             raise ValueError(f"{len(priors)} priors given but the network has {count} layers")
+        learned = {p for p in priors if p.learned}
+        if len(learned) > 1:
+            raise ValueError(
+                "learned priors share one set of hyperparameters across layers: give every "
+                f"layer the same learned prior, got {sorted(learned, key=repr)!r}"
+            )
         return priors
+
+    @property
+    def learned_prior(self) -> Prior | None:
+        """The prior whose hyperparameters are fitted with the model (one, shared by every
+        layer that carries it), or None."""
+        return next((p for p in self.priors if p.learned), None)
 
     @classmethod
     def mlp(

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from ppl_bnn import BNN
 from ppl_bnn.backends.pyro import ops as pyro_ops
 from ppl_bnn.backends.pyro.potential import FlatPotential
 from ppl_bnn.bench import bare_costs
+from ppl_bnn.priors import ScaleMixture
 from tests.backends.test_parity import CASES, _model
 
 
@@ -20,6 +22,21 @@ def test_bare_torch_potential_equals_the_pyro_models(hidden, activation, kwargs)
     reference = FlatPotential(model.spec, x, y, mode="eager")
     bare = bare_costs.bare_torch_energy(model.spec)
     rng = np.random.default_rng(0)
+    for _ in range(3):
+        z = torch.tensor(rng.uniform(-2, 2, reference.size).astype(np.float32))
+        np.testing.assert_allclose(
+            float(bare(z, x, y)), float(reference.energy(z, x, y)), rtol=2e-5
+        )
+
+
+def test_bare_torch_potential_equals_the_pyro_models_with_a_scale_mixture():
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    prior = [ScaleMixture(0.2, 1.0, 0.1), ScaleMixture(0.6, 0.05, 2.0)]
+    model = BNN(x, y, hidden=(4,), noise="learned", prior=prior)
+    x, y = pyro_ops.data(model.spec, model.x, model.y)
+    reference = FlatPotential(model.spec, x, y, mode="eager")
+    bare = bare_costs.bare_torch_energy(model.spec)
     for _ in range(3):
         z = torch.tensor(rng.uniform(-2, 2, reference.size).astype(np.float32))
         np.testing.assert_allclose(

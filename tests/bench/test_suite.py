@@ -274,3 +274,35 @@ def test_model_arguments_follow_the_task_and_read_the_noise_prior() -> None:
     assert classification["num_classes"] == 10
     suite = parse_suite(_suite(model=model))
     assert suite.model["noise_prior"]["rate"] == 6.0
+
+
+MIXTURE = {"kind": "scale_mixture", "pi": 0.25, "sigma1": 1.5, "sigma2": 0.05}
+
+
+def test_a_suite_model_gives_the_weight_prior_as_a_table_or_one_per_layer() -> None:
+    sine = load_dataset("sine")
+    one = model_arguments({"hidden": [5], "prior": MIXTURE}, sine)
+    assert one["prior"] == priors.ScaleMixture(0.25, 1.5, 0.05)
+    model = BNN(sine.x_train, sine.y_train, **one)
+    assert all(p == priors.ScaleMixture(0.25, 1.5, 0.05) for p in model.spec.priors)
+    per_layer = {"hidden": [5], "prior": [MIXTURE, {"kind": "normal", "scale": 0.5}]}
+    args = model_arguments(per_layer, sine)
+    assert BNN(sine.x_train, sine.y_train, **args).spec.priors[1] == priors.Normal(0.5)
+    assert parse_suite(_suite(model=per_layer)).model["prior"][0]["pi"] == 0.25
+
+
+@pytest.mark.parametrize(
+    ("prior", "extra", "match"),
+    [
+        ({**MIXTURE, "pi": 1.5}, {}, r"prior must be a prior table.*ScaleMixture pi must be in"),
+        ({"kind": "spike"}, {}, "unknown prior kind 'spike'"),
+        ({**MIXTURE, "sigma3": 1.0}, {}, "bad 'scale_mixture' prior.*sigma3"),
+        ("normal", {}, "a prior is a table or a list of tables"),
+        (MIXTURE, {"prior_scale": 0.5}, "give prior or prior_scale, not both"),
+        ([MIXTURE] * 3, {}, "3 priors given but the network has 2 layers"),
+    ],
+    ids=["bad-pi", "unknown-kind", "unknown-field", "not-a-table", "with-scale", "wrong-count"],
+)
+def test_bad_weight_priors_in_a_suite_are_named(prior: object, extra: dict, match: str) -> None:
+    with pytest.raises(SuiteError, match=match):
+        parse_suite(_suite(model={"hidden": [5], "prior": prior, **extra}))

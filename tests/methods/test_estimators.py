@@ -41,7 +41,7 @@ class Laplace:
     def unconstrain(self, value: np.ndarray) -> np.ndarray:
         return value
 
-    def log_density_unconstrained(self, z: Any, exp: Any) -> Any:
+    def log_density_unconstrained(self, z: Any, exp: Any, log: Any) -> Any:
         n = math.prod(z.shape)
         return -abs(z).sum() / self.scale - n * math.log(2 * self.scale)
 
@@ -397,3 +397,12 @@ def test_local_reparam_on_a_convolution_is_refused_before_any_work(backend):
     weights: the gradient is then biased (z up to 5 on the kernel's stds in 2,000 draws)."""
     with pytest.raises(ValueError, match=r"'local_reparam' is not exact for layer Conv2d.*flipout"):
         fit(_conv_model(4, seed=1), "svi", backend=backend, estimator="local_reparam")
+
+
+def test_a_learned_prior_needs_the_reparam_estimator():
+    from ppl_bnn.priors import ScaleMixture
+
+    x, y = _regression(8, 2, seed=3)
+    model = BNN(x, y, hidden=(3,), noise=0.3, prior=ScaleMixture(learned=True))
+    with pytest.raises(ValueError, match=r"estimator 'flipout' does not fit a learned prior"):
+        fit(model, "svi", backend="numpyro", estimator="flipout")

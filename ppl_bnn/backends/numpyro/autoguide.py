@@ -22,6 +22,7 @@ from ppl_bnn.methods.optimisation import (
     batch_schedule_for,
     check_losses,
     finish,
+    learned_prior_info,
     loss_error,
 )
 from ppl_bnn.seeding import child_seed
@@ -96,5 +97,6 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "sampling": drawn - sampler_compiled,
     }
     info = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
+    info.update(learned_prior_info(target, params))
     draws = {k: np.asarray(v) for k, v in draws.items()}
     return finish(name, target, options, losses, draws, timings, variational, info)

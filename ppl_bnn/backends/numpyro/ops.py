@@ -27,10 +27,17 @@ name = "numpyro"
 # compile (every NumPyro fit applies the current setting again).
 enable_jax_cache()
 
+
+def _param(name: str, init: float, constraint: Any) -> Any:
+    """``numpyro.param`` with a number as its initial value (a float32 array)."""
+    return numpyro.param(name, jnp.asarray(init, dtype=jnp.float32), constraint=constraint)
+
+
 PPL_NUMPYRO = PPL(
     name=name,
     sample=numpyro.sample,
     plate=numpyro.plate,
+    param=_param,
     scale=numpyro.handlers.scale,
     dist=numpyro.distributions,
     biject_to=numpyro.distributions.transforms.biject_to,

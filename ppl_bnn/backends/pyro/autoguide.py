@@ -21,6 +21,7 @@ from ppl_bnn.methods.optimisation import (
     batch_schedule_for,
     check_losses,
     finish,
+    learned_prior_info,
 )
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
@@ -98,6 +99,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                 losses[i] = step(i)
             end = now()
         params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
+        learned = {k: v.detach().numpy() for k, v in pyro.get_param_store().items()}
         check_losses(name, target, options, losses, params)
         if options.GUIDE == "AutoLaplaceApproximation":
             try:
@@ -125,5 +127,6 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "update": options.update,
         "guide": options.GUIDE,
         "torch_threads": torch.get_num_threads(),
+        **learned_prior_info(target, learned),
     }
     return finish(name, target, options, losses, draws, timings, variational, info)

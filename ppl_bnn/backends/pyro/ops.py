@@ -14,15 +14,41 @@ from pyro import poutine
 
 from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.pyro import conv
+from ppl_bnn.backends.pyro.rng import pyro_scope
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
 
 name = "pyro"
 
+
+def _register_mixture_support() -> None:
+    """Teach torch's ``biject_to`` and ``transform_to`` the support of ``MixtureSameFamily`` (its
+    components' support, the real line for :class:`~ppl_bnn.model.priors.ScaleMixture`), which
+    Pyro's autoguides and samplers map unconstrained values through; NumPyro knows it."""
+    from torch.distributions import biject_to, transform_to
+    from torch.distributions.constraints import MixtureSameFamilyConstraint
+
+    for registry in (biject_to, transform_to):
+        registry.register(MixtureSameFamilyConstraint, partial(_base_transform, registry=registry))
+
+
+def _base_transform(constraint: Any, registry: Any) -> Any:
+    return registry(constraint.base_constraint)
+
+
+_register_mixture_support()
+
+
+def _param(name: str, init: float, constraint: Any) -> Any:
+    """``pyro.param`` with a number as its initial value (a float32 tensor)."""
+    return pyro.param(name, lambda: torch.tensor(init), constraint=constraint)
+
+
 PPL_PYRO = PPL(
     name=name,
     sample=pyro.sample,
     plate=pyro.plate,
+    param=_param,
     scale=poutine.scale,
     dist=pyro.distributions,
     biject_to=torch.distributions.biject_to,
@@ -71,7 +97,9 @@ def log_joint(spec: BNNSpec) -> Any:
 def log_density(
     spec: BNNSpec, x: Any, y: Any, params: Mapping[str, np.ndarray], likelihood_scale: float = 1.0
 ) -> float:
-    with torch.no_grad():
+    # A learned prior's hyperparameters are param sites: their initial values, not whatever a
+    # param store outside holds.
+    with torch.no_grad(), pyro_scope():
         return float(log_joint(spec)(_as_params(params), x, y, likelihood_scale))
 
 
@@ -80,7 +108,9 @@ def grad_log_density(
 ) -> dict[str, np.ndarray]:
     tensors = _as_params(params, requires_grad=True)
     names = list(tensors)
-    grads = torch.autograd.grad(log_joint(spec)(tensors, x, y), [tensors[k] for k in names])
+    with pyro_scope():
+        log_p = log_joint(spec)(tensors, x, y)
+    grads = torch.autograd.grad(log_p, [tensors[k] for k in names])
     return {k: g.numpy() for k, g in zip(names, grads, strict=True)}
 
 
