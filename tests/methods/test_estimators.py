@@ -31,6 +31,7 @@ class Laplace:
 
     scale: float
     positive = False
+    learned = False
 
     def distribution(self, dist: Any, shape: tuple[int, ...]) -> Any:
         return dist.Laplace(0.0, self.scale).expand(list(shape)).to_event(len(shape))
