@@ -49,6 +49,7 @@ from ppl_bnn.methods.checks import (
     check_positive_int,
 )
 from ppl_bnn.methods.divergence import check_finite_draws, diverged, nonfinite_sites
+from ppl_bnn.methods.initialisation import check_init_loc
 from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.seeding import numpy_generator
 
@@ -137,13 +138,23 @@ class GaussianGuideOptions(SampledGuideOptions):
     """Options of the Gaussian variational guides (``svi``, ``lowrank``, ``fullrank``).
 
     Attributes:
+        init_loc: Where the guide's means start (:mod:`ppl_bnn.methods.initialisation`):
+            ``"uniform"`` (U(-2, 2) in unconstrained space, the libraries' default),
+            ``"prior"`` (a prior draw) or ``"map"`` (the mode of a short MAP fit).
+            DEFAULT_RATIONALE
+        init_map_steps: ``init_loc="map"`` only: Adam steps of the MAP fit (same learning
+            rate, batch size and KL weight as the fit).
         init_scale: Initial std of the guide (the libraries' default, 0.1).
     """
 
+    init_loc: str = "map"
+    init_map_steps: int = 500
     init_scale: float = 0.1
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_init_loc(self.init_loc)
+        check_positive_int("init_map_steps", self.init_map_steps)
         check_positive_float("init_scale", self.init_scale)
 
     def guide_kwargs(self) -> dict[str, Any]:

@@ -87,6 +87,20 @@ def test_single_value_has_no_standard_error(html: str, results_dir: Path) -> Non
     assert "±" not in shown["RMSE _in"]
 
 
+def test_epistemic_std_ratio_is_shown_beside_its_parts(html: str, results_dir: Path) -> None:
+    record = json.loads(
+        (results_dir / "cells" / "sine-split0-map-numpyro-seed0" / "record.json").read_text()
+    )
+    m = record["metrics"]
+    assert m["epistemic_std_ratio"] == pytest.approx(m["epistemic_std_out"] / m["epistemic_std_in"])
+    shown = row(tables(section(html, "dataset-sine"))[0], "nuts", "numpyro")
+    nuts = json.loads(
+        (results_dir / "cells" / "sine-split0-nuts-numpyro-seed0" / "record.json").read_text()
+    )
+    assert shown["epist. std _out/_in"] == fmt.number(nuts["metrics"]["epistemic_std_ratio"])
+    assert shown["epist. std _out"] == fmt.number(nuts["metrics"]["epistemic_std_out"])
+
+
 def _stored(folder: Path, *names: str) -> tuple[np.ndarray, ...]:
     with h5py.File(folder / "predictions.nc", "r") as handle:
         return tuple(handle[n][...] for n in names)
