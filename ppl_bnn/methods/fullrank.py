@@ -22,6 +22,6 @@ METHOD = Method(
     summary="Gaussian VI, full covariance",
     options=FullRankOptions,
     family=Family.OPTIMISATION,
-    smoke={"num_steps": 30, "num_draws": 5},
+    smoke={"num_steps": 30, "num_draws": 5, "init_map_steps": 20},
     driver="autoguide",
 )

@@ -8,9 +8,12 @@ Every autoguide fit starts its guide's location at these values (each library's
   ``init_to_uniform`` semantics), :math:`\theta = T(z)`;
 - ``"prior"``: one draw from the prior (:meth:`ppl_bnn.BNN.init_params`; ``init_to_sample``);
 - ``"map"``: the mode found by a short MAP fit (``init_map_steps`` Adam steps of the ``map``
-  method on the same backend, from a uniform start, with the fit's learning rate, batch size
-  and KL weight): a warm start near a trained network, as Blundell et al. (2015) and the
-  MNIST MLP of the issue's seed material do by initialising the means at a trained network.
+  method on the same backend, with the fit's learning rate, batch size and KL weight): a warm
+  start near a trained network. The MAP fit itself starts where networks are usually trained
+  from, a fan-in-scaled draw (LeCun et al. 1998): :math:`w \sim \mathcal N(0, 1/d_\text{in})`
+  for each weight of a layer with :math:`d_\text{in}` inputs, biases 0, positive sites 1. A
+  U(-2, 2) start puts a layer with many inputs (MNIST's 784) deep in saturation, where a short
+  MAP fit does not get out.
 
 The guide's scales start at ``init_scale`` whatever the means.
 """
@@ -18,28 +21,40 @@ The guide's scales start at ``init_scale`` whatever the means.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.methods import map_estimate
+from ppl_bnn.methods.optimisation import GaussianGuideOptions, check_init_loc
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.seeding import child_seed, numpy_generator
 
 logger = logging.getLogger(__name__)
 
-#: The ways ``init_loc`` can start a guide's means.
-INIT_LOCS: tuple[str, ...] = ("uniform", "prior", "map")
+#: The start of a MAP warm start (:func:`scaled_values`); not a user-facing ``init_loc``.
+_SCALED = "scaled"
 
 #: Half-width of the uniform start in unconstrained space (Pyro's and NumPyro's ``radius``).
 UNIFORM_RADIUS = 2.0
 
 
-def check_init_loc(value: object) -> None:
-    """``ValueError`` naming the allowed values unless ``value`` is one of :data:`INIT_LOCS`."""
-    if not isinstance(value, str) or value not in INIT_LOCS:
-        raise ValueError(f"unknown init_loc {value!r}; available: {', '.join(INIT_LOCS)}")
+def scaled_values(model: BNN, seed: int) -> dict[str, np.ndarray]:
+    r"""A fan-in-scaled start: each weight site of shape (..., d_out) drawn from
+    :math:`\mathcal N(0, 1/d_\text{in})`, :math:`d_\text{in}` the product of all but its last
+    dimension; vector and scalar sites (biases, the noise precision) 0 in unconstrained space."""
+    rng = numpy_generator(seed, "init_scaled")
+    values = {}
+    for site in model.spec.sites():
+        if len(site.shape) >= 2:
+            z = rng.normal(0.0, 1.0 / math.sqrt(math.prod(site.shape[:-1])), size=site.shape)
+        else:
+            z = np.zeros(site.shape)
+        values[site.name] = np.asarray(np.exp(z) if site.positive else z, dtype=np.float32)
+    return values
 
 
 def uniform_values(model: BNN, seed: int) -> dict[str, np.ndarray]:
@@ -50,6 +65,13 @@ def uniform_values(model: BNN, seed: int) -> dict[str, np.ndarray]:
         z = rng.uniform(-UNIFORM_RADIUS, UNIFORM_RADIUS, size=site.shape)
         values[site.name] = np.asarray(np.exp(z) if site.positive else z, dtype=np.float32)
     return values
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmStartOptions(map_estimate.MAPOptions):
+    """The ``map`` options of a MAP warm start: from :func:`scaled_values`."""
+
+    init_loc: str = _SCALED
 
 
 @dataclass
@@ -67,8 +89,10 @@ def initial_values(name: str, target: Target, options: Any, seed: int) -> Start:
 
     Seeds are child seeds of ``seed`` (``"init_loc"``; ``"init_map"`` for the MAP fit)."""
     how = getattr(options, "init_loc", "uniform")
-    check_init_loc(how)
     init_seed = child_seed(seed, "init_loc")
+    if how == _SCALED:
+        return Start(scaled_values(target.model, init_seed), {"init_loc": how})
+    check_init_loc(how)
     if how == "uniform":
         return Start(uniform_values(target.model, init_seed), {"init_loc": how})
     if how == "prior":
@@ -76,11 +100,9 @@ def initial_values(name: str, target: Target, options: Any, seed: int) -> Start:
     return _map_start(name, target, options, child_seed(seed, "init_map"))
 
 
-def _map_start(name: str, target: Target, options: Any, seed: int) -> Start:
+def _map_start(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> Start:
     """The mode of a short ``map`` fit with ``options``' optimiser settings."""
-    from ppl_bnn.methods import map_estimate  # the map method's options build on these
-
-    map_options = map_estimate.MAPOptions(
+    map_options = WarmStartOptions(
         num_steps=options.init_map_steps,
         learning_rate=options.learning_rate,
         num_particles=1,

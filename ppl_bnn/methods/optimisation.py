@@ -49,9 +49,18 @@ from ppl_bnn.methods.checks import (
     check_positive_int,
 )
 from ppl_bnn.methods.divergence import check_finite_draws, diverged, nonfinite_sites
-from ppl_bnn.methods.initialisation import check_init_loc
 from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.seeding import numpy_generator
+
+#: Where a Gaussian guide's means start (see :mod:`ppl_bnn.methods.initialisation`).
+INIT_LOCS: tuple[str, ...] = ("uniform", "prior", "map")
+
+
+def check_init_loc(value: object) -> None:
+    """``ValueError`` naming the allowed values unless ``value`` is one of :data:`INIT_LOCS`."""
+    if not isinstance(value, str) or value not in INIT_LOCS:
+        raise ValueError(f"unknown init_loc {value!r}; available: {', '.join(INIT_LOCS)}")
+
 
 #: Pyro's optimiser updates: one fused Adam over all guide parameters, or Pyro's ``SVI.step``.
 PYRO_UPDATES: tuple[str, ...] = ("fused", "pyro")
@@ -140,8 +149,18 @@ class GaussianGuideOptions(SampledGuideOptions):
     Attributes:
         init_loc: Where the guide's means start (:mod:`ppl_bnn.methods.initialisation`):
             ``"uniform"`` (U(-2, 2) in unconstrained space, the libraries' default),
-            ``"prior"`` (a prior draw) or ``"map"`` (the mode of a short MAP fit).
-            DEFAULT_RATIONALE
+            ``"prior"`` (a prior draw) or ``"map"`` (the mode of a short MAP fit, the default).
+            ``"map"`` is the one start that works on all three networks it was measured on
+            (seed 0, 2000 steps): on the sine set with a 1-20-20-1 relu net and the noise
+            known (lr 0.03) every start gives an epistemic std out of range >= 8x that in range,
+            and a train RMSE of 1.3 ("map"), 1.1-1.2 ("prior") and 1.7-1.9 ("uniform") against
+            a noise std of 1; on an MNIST MLP with 1,024 relu units (beta 1e-3, 10,000 training
+            images, 1,000 steps of 128, lr 1e-3) only the MAP warm start trains: test accuracy
+            0.962 and NLL 0.15, against 0.89-0.91 and NLL 1.0-1.3 from a uniform or prior
+            start, whose weights (std ~1 on 784 inputs) saturate the layer. No start rescues a
+            tanh net with learned noise on the sine set: it stays nearly flat (train RMSE
+            2.9-7.4) with the same epistemic std in and out of range, since a tanh net's
+            draws level off outside the data.
         init_map_steps: ``init_loc="map"`` only: Adam steps of the MAP fit (same learning
             rate, batch size and KL weight as the fit).
         init_scale: Initial std of the guide (the libraries' default, 0.1).

@@ -23,6 +23,6 @@ METHOD = Method(
     summary="mean-field Gaussian VI",
     options=SVIOptions,
     family=Family.OPTIMISATION,
-    smoke={"num_steps": 30, "num_draws": 5},
+    smoke={"num_steps": 30, "num_draws": 5, "init_map_steps": 20},
     driver="autoguide",
 )

@@ -274,3 +274,12 @@ def test_model_arguments_follow_the_task_and_read_the_noise_prior() -> None:
     assert classification["num_classes"] == 10
     suite = parse_suite(_suite(model=model))
     assert suite.model["noise_prior"]["rate"] == 6.0
+
+
+def test_default_suite_fits_seed_004s_sine_network() -> None:
+    suite = load_suite(SUITES_DIR / "default.toml")
+    sine = next(c for c in suite.cells() if c.dataset == "sine" and c.method == "svi")
+    assert sine.model["hidden"] == [20, 20] and sine.model["activation"] == "relu"
+    # The noise is known: std 1 in the original units, in the standardised units of split 0.
+    assert sine.model["noise"] == pytest.approx(1 / load_dataset("sine", split=0).y_std, abs=5e-4)
+    assert sine.options["learning_rate"] == 0.03

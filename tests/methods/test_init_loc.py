@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit
+from ppl_bnn.backends.base import Target
 from ppl_bnn.data import load_dataset
-from ppl_bnn.methods.initialisation import UNIFORM_RADIUS, uniform_values
+from ppl_bnn.methods import map_estimate
+from ppl_bnn.methods.initialisation import (
+    UNIFORM_RADIUS,
+    WarmStartOptions,
+    scaled_values,
+    uniform_values,
+)
 from ppl_bnn.methods.svi import SVIOptions
 from ppl_bnn.seeding import child_seed
 
@@ -82,20 +89,25 @@ def test_map_start_is_the_mode_of_the_short_map_fit(model, backend) -> None:
     options = {"init_map_steps": 200, "init_scale": 0.05}
     result = fit(model, "svi", backend=backend, seed=SEED, init_loc="map", **options, **FROZEN)
     assert result.info["init_map_steps"] == 200
-    mode = fit(
-        model,
-        "map",
-        backend=backend,
-        seed=child_seed(SEED, "init_map"),
-        num_steps=200,
-        learning_rate=FROZEN["learning_rate"],
-    )
+    run = map_estimate.METHOD.runner(backend)
+    warm = WarmStartOptions(num_steps=200, learning_rate=FROZEN["learning_rate"])
+    mode = run("map", Target.build(backend, model), warm, child_seed(SEED, "init_map"))
     assert mode.losses[-1] == pytest.approx(result.info["init_map_loss"])
     _assert_locs(
         result, _unconstrained(model, {k: v[0, 0] for k, v in mode.draws.items()}), atol=1e-6
     )
     for name, scale in result.variational["scale"].items():
         np.testing.assert_allclose(scale, 0.05, rtol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_map_fit_starts_fan_in_scaled(model, backend) -> None:
+    result = fit(model, "svi", backend=backend, seed=SEED, init_map_steps=1, **FROZEN)
+    start = scaled_values(model, child_seed(child_seed(SEED, "init_map"), "init_loc"))
+    _assert_locs(result, _unconstrained(model, start), atol=1e-6)
+    assert np.all(start["b0"] == 0) and start["precision"] == 1
+    # w0 has 2 inputs, w1 has 4: std 1/sqrt(2) and 1/2 (8 and 4 draws; loose bounds).
+    assert 0.2 < start["w0"].std() < 1.4 and 0.1 < start["w1"].std() < 1.0
 
 
 def test_map_start_uses_the_fits_learning_rate(model) -> None:
