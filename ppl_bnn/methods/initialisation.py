@@ -29,6 +29,7 @@ import numpy as np
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.methods import map_estimate
+from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, check_init_loc
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.seeding import child_seed, numpy_generator
@@ -112,7 +113,11 @@ def _map_start(name: str, target: Target, options: GaussianGuideOptions, seed: i
         kl_weight=options.kl_weight,
     )
     run = map_estimate.METHOD.runner(target.backend)
-    out = run(f"{name} (init_loc='map')", target, map_options, seed)
+    try:
+        out = run(name, target, map_options, seed)
+    except DivergedError as err:  # the fit's own breakdown, at a step of its warm start
+        details = {"method": err.method, "step": err.step, "sites": err.sites, "cause": err.cause}
+        raise DivergedError(f"{err} (in the MAP warm start of init_loc='map')", **details) from err
     values = {k: np.asarray(v[0, 0], dtype=np.float32) for k, v in out.draws.items()}
     losses = np.asarray(out.losses)
     logger.debug("%s: MAP start after %d steps, loss %.4g", name, losses.size, losses[-1])

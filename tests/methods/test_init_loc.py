@@ -9,6 +9,7 @@ from ppl_bnn import BNN, fit
 from ppl_bnn.backends.base import Target
 from ppl_bnn.data import load_dataset
 from ppl_bnn.methods import map_estimate
+from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.initialisation import (
     UNIFORM_RADIUS,
     WarmStartOptions,
@@ -153,3 +154,12 @@ def test_default_svi_knows_where_the_sine_data_lies(sine_004, backend) -> None:
     assert outside >= 3 * inside, (inside, outside)
     train_rmse = np.sqrt(np.mean((result.predict(data.x_train).mean - data.y_train) ** 2))
     assert train_rmse * data.y_std < 2.0  # the noise std is 1: the fit follows the data
+
+
+def test_a_breakdown_in_the_map_warm_start_is_the_fits_own(model) -> None:
+    x = model.x.copy()
+    x[0, 0] = 1e30
+    huge = BNN(x, model.y, hidden=(4,), activation="relu", noise=0.1)
+    with pytest.raises(DivergedError, match=r"^SVI diverged .*in the MAP warm start") as info:
+        fit(huge, "svi", num_steps=5, init_map_steps=5)
+    assert info.value.method == "svi" and info.value.cause.startswith("inputs of magnitude")
