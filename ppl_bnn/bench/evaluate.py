@@ -102,7 +102,9 @@ def _regression(result: FitResult, data: Dataset, out: Evaluation, stored_draws:
 def _by_region(
     f: np.ndarray, sigma: np.ndarray, y: np.ndarray, data: Dataset, out: Evaluation
 ) -> None:
-    """:data:`REGION_METRICS` on each part of the test set, where each part has points."""
+    """:data:`REGION_METRICS` on each part of the test set, where each part has points, and
+    ``epistemic_std_ratio``, the epistemic std outside over inside: a fit that ignores the
+    inputs has a ratio near 1, a posterior that knows where its data lies one well above it."""
     for suffix, mask, name in (
         ("in", data.test_inside, data.regions[0]),
         ("out", ~data.test_inside, data.regions[1]),
@@ -113,6 +115,10 @@ def _by_region(
         out.metrics.update({f"{k}_{suffix}": scored[k] for k in REGION_METRICS})
         out.metrics[f"n_test_{suffix}"] = float(mask.sum())
         out.regions[suffix] = name
+    inside, outside = out.metrics.get("epistemic_std_in"), out.metrics.get("epistemic_std_out")
+    if inside is not None and outside is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out.metrics["epistemic_std_ratio"] = float(np.float64(outside) / inside)
     out.predictions["test_inside"] = (("test",), data.test_inside.astype(np.int8))
 
 

@@ -22,7 +22,7 @@ METHOD = Method(
     summary="Gaussian VI, full covariance",
     options=FullRankOptions,
     family=Family.OPTIMISATION,
-    smoke={"num_steps": 30, "num_draws": 5},
+    smoke={"num_steps": 30, "num_draws": 5, "init_map_steps": 20},
     driver="autoguide",
     learns_hyperparameters=True,
 )

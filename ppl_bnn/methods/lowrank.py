@@ -34,7 +34,7 @@ METHOD = Method(
     summary="Gaussian VI, low-rank plus diagonal covariance",
     options=LowRankOptions,
     family=Family.OPTIMISATION,
-    smoke={"num_steps": 30, "num_draws": 5},
+    smoke={"num_steps": 30, "num_draws": 5, "init_map_steps": 20},
     driver="autoguide",
     learns_hyperparameters=True,
 )

@@ -36,8 +36,8 @@ import numpy as np
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.initialisation import Start, add_start, initial_values
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, finish
-from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.estimators import Noise, layer_output
 from ppl_bnn.model.priors import Normal, Prior
 from ppl_bnn.model.program import PPL, site_transforms
@@ -51,23 +51,19 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 Observe = Callable[[Mapping[str, Any], Callable[..., Any], Any, Any, float], Any]
 
 
-def initial_locs(model: BNN, options: GaussianGuideOptions, seed: int) -> dict[str, np.ndarray]:
-    """The guide's initial means: U(-2, 2) per element in unconstrained space, as NumPyro's and
-    Pyro's ``init_to_uniform`` start ``AutoNormal`` (float32, keyed by site)."""
-    rng = numpy_generator(seed, "meanfield_init")
-    return {
-        site.name: rng.uniform(-2.0, 2.0, size=site.shape).astype(np.float32)
-        for site in model.spec.sites()
-    }
-
-
 def initial_guide(
-    model: BNN, options: GaussianGuideOptions, seed: int
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """``(loc, scale)``: :func:`initial_locs` and every std ``options.init_scale``."""
-    loc = initial_locs(model, options, seed)
+    name: str, target: Target, options: GaussianGuideOptions, seed: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], Start]:
+    """``(loc, scale, start)``: the guide's means where ``options.init_loc`` says (the same
+    start as the autoguides', :func:`~ppl_bnn.methods.initialisation.initial_values`), mapped
+    to unconstrained space, every std ``options.init_scale``, and the start's record."""
+    start = initial_values(name, target, options, seed)
+    loc = {
+        site.name: np.asarray(site.prior.unconstrain(start.values[site.name]), dtype=np.float32)
+        for site in target.spec.sites()
+    }
     scale = {k: np.full(v.shape, options.init_scale, dtype=np.float32) for k, v in loc.items()}
-    return loc, scale
+    return loc, scale, start
 
 
 def inverse_softplus(value: np.ndarray) -> np.ndarray:
@@ -174,13 +170,16 @@ def finish_meanfield(
     guide: tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]],
     timings: dict[str, float],
     info: dict[str, Any],
+    start: Start,
 ) -> RunOutput:
     """The driver's output from the fitted guide ``(loc, scale)`` (numpy, by site): draws, the
-    guide as ``variational``, the losses, and ``info`` recording the estimator."""
+    guide as ``variational``, the losses, and ``info`` recording the estimator and the start
+    (whose cost is added to ``timings``)."""
     loc, scale = ({k: np.asarray(v, dtype=np.float32) for k, v in g.items()} for g in guide)
     draws = guide_draws(target.spec, loc, scale, options.draws, seed)
     variational = {"loc": loc, "scale": scale}
     info = {**info, "guide": "meanfield", "estimator": options.estimator}
+    add_start(timings, info, start)
     return finish(name, target, options, losses, draws, timings, variational, info)
 
 

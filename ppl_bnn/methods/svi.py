@@ -43,7 +43,7 @@ METHOD = Method(
     summary="mean-field Gaussian VI",
     options=SVIOptions,
     family=Family.OPTIMISATION,
-    smoke={"num_steps": 30, "num_draws": 5},
+    smoke={"num_steps": 30, "num_draws": 5, "init_map_steps": 20},
     run=run,
     learns_hyperparameters=True,
 )

@@ -41,6 +41,11 @@ QUANTITIES: dict[str, Quantity] = {
         "epist. std", "mean over test points of the spread of f_s(x) across draws"
     ),
     "total_std": Quantity("total std", "mean predictive std: epistemic spread plus noise"),
+    "epistemic_std_ratio": Quantity(
+        "epist. std _out/_in",
+        "epistemic std on the outside part of the test set over that on the inside part: near 1 "
+        "when a fit is as sure far from its data as near it",
+    ),
     "mean_interval_width_95": Quantity("width 95%", "mean width of the central 95% interval"),
     "n_nonfinite_ll": Quantity("non-finite LL", "test points whose log-likelihood is not finite"),
     # classification

@@ -162,7 +162,10 @@ def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
     regions = results.regions(dataset)
     parts = ""
     if regions:
-        main = tuple(f"{m}_{part}" for m in REGION_MAIN for part in ("in", "out"))
+        main = (
+            *(f"{m}_{part}" for m in REGION_MAIN for part in ("in", "out")),
+            "epistemic_std_ratio",
+        )
         fidelity = (*fidelity, "ref_std_ratio_in", "ref_std_ratio_out")
         parts = (
             f" The test set is scored in two parts: {regions['in']} (_in) and {regions['out']} "

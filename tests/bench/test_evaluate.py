@@ -94,6 +94,8 @@ def test_sine_is_scored_in_range_and_out_of_range(sine, svi_fit) -> None:
     assert out.metrics["test_ll_in"] == pytest.approx(expected, rel=1e-6)  # float32 draws
     f_std = svi_fit.predict(sine.x_test[~inside]).epistemic_std.mean() * sine.y_std
     assert out.metrics["epistemic_std_out"] == pytest.approx(f_std, rel=1e-5)
+    f_std_in = svi_fit.predict(sine.x_test[inside]).epistemic_std.mean() * sine.y_std
+    assert out.metrics["epistemic_std_ratio"] == pytest.approx(f_std / f_std_in, rel=1e-5)
 
 
 def test_a_fit_that_learned_nothing_is_flagged_and_a_good_one_is_not(sine) -> None:

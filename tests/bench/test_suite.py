@@ -306,3 +306,12 @@ def test_a_suite_model_gives_the_weight_prior_as_a_table_or_one_per_layer() -> N
 def test_bad_weight_priors_in_a_suite_are_named(prior: object, extra: dict, match: str) -> None:
     with pytest.raises(SuiteError, match=match):
         parse_suite(_suite(model={"hidden": [5], "prior": prior, **extra}))
+
+
+def test_default_suite_fits_seed_004s_sine_network() -> None:
+    suite = load_suite(SUITES_DIR / "default.toml")
+    sine = next(c for c in suite.cells() if c.dataset == "sine" and c.method == "svi")
+    assert sine.model["hidden"] == [20, 20] and sine.model["activation"] == "relu"
+    # The noise is known: std 1 in the original units, in the standardised units of split 0.
+    assert sine.model["noise"] == pytest.approx(1 / load_dataset("sine", split=0).y_std, abs=5e-4)
+    assert sine.options["learning_rate"] == 0.03

@@ -22,8 +22,8 @@ def test_fused_update_follows_pyros_svi_step(model, method, jit):
     """Adam is elementwise, so one optimiser over all guide parameters takes the steps that Pyro's
     one-optimiser-per-parameter ``SVI.step`` takes: the same losses, and the same draws after."""
     options = {"num_steps": 60, "learning_rate": 0.05, "jit": jit}
-    if method != "map":
-        options["num_draws"] = 20
+    if method != "map":  # from a random start, so that the steps have something to optimise
+        options.update(num_draws=20, init_loc="uniform")
     fused = fit(model, method, backend="pyro", seed=7, update="fused", **options)
     stock = fit(model, method, backend="pyro", seed=7, update="pyro", **options)
     assert (fused.info["update"], stock.info["update"]) == ("fused", "pyro")

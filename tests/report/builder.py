@@ -72,6 +72,9 @@ def _regression_eval(
         metrics[f"test_ll_{suffix}"] = float(ll[mask].mean())
         metrics[f"rmse_{suffix}"] = float(np.sqrt(np.mean((pred.mean[mask] - y_test[mask]) ** 2)))
         metrics[f"epistemic_std_{suffix}"] = float(pred.epistemic_std[mask].mean())
+    with np.errstate(divide="ignore", invalid="ignore"):  # a point estimate: 0 / 0
+        ratio = np.float64(metrics["epistemic_std_out"]) / metrics["epistemic_std_in"]
+    metrics["epistemic_std_ratio"] = float(ratio)
     curves = {"coverage": {"nominal": NOMINAL.tolist(), "empirical": empirical}}
     grid = np.linspace(-1.5, 1.5, 60)[:, None]
     gpred = result.predict(grid)

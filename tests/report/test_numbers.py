@@ -87,6 +87,24 @@ def test_single_value_has_no_standard_error(html: str, results_dir: Path) -> Non
     assert "±" not in shown["RMSE _in"]
 
 
+def test_epistemic_std_ratio_is_shown_beside_its_parts(html: str, results_dir: Path) -> None:
+    def metrics_of(cell: str) -> dict:
+        record = json.loads((results_dir / "cells" / cell / "record.json").read_text())
+        return record["metrics"]
+
+    nuts = metrics_of("sine-split0-nuts-numpyro-seed0")
+    ratio = nuts["epistemic_std_out"] / nuts["epistemic_std_in"]
+    assert nuts["epistemic_std_ratio"] == pytest.approx(ratio)
+    shown = row(tables(section(html, "dataset-sine"))[0], "nuts", "numpyro")
+    assert shown["epist. std _out/_in"] == fmt.number(nuts["epistemic_std_ratio"])
+    assert shown["epist. std _out"] == fmt.number(nuts["epistemic_std_out"])
+    # A point estimate has no spread: 0 / 0 is stored as null and shown blank.
+    assert metrics_of("sine-split0-map-numpyro-seed0")["epistemic_std_ratio"] is None
+    assert row(tables(section(html, "dataset-sine"))[0], "map", "numpyro")[
+        "epist. std _out/_in"
+    ] in ("", fmt.number(float("nan")))
+
+
 def _stored(folder: Path, *names: str) -> tuple[np.ndarray, ...]:
     with h5py.File(folder / "predictions.nc", "r") as handle:
         return tuple(handle[n][...] for n in names)

@@ -9,13 +9,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from numpyro.infer import SVI, autoguide, init_to_uniform
+from numpyro.infer import SVI, autoguide, init_to_value
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO
 from ppl_bnn.methods.base import HessianError, RunOutput
+from ppl_bnn.methods.initialisation import add_start, initial_values
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
     OptimisationOptions,
@@ -32,8 +33,10 @@ from ppl_bnn.timing import now
 def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
     """Fit ``options.GUIDE`` by SVI, the whole optimisation one compiled ``lax.scan``."""
     x, y, program = target.x, target.y, target.program
+    start_values = initial_values(name, target, options, seed)
+    values = {k: jnp.asarray(v) for k, v in start_values.values.items()}
     guide = getattr(autoguide, options.GUIDE)(
-        program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
+        program, init_loc_fn=init_to_value(values=values), **options.guide_kwargs()
     )
     elbo = OrderedTraceELBO(options.num_particles)
     svi = SVI(program, guide, Adam(options.learning_rate), elbo)
@@ -98,5 +101,6 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     }
     info = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
     info.update(learned_prior_info(target, params))
+    add_start(timings, info, start_values)
     draws = {k: np.asarray(v) for k, v in draws.items()}
     return finish(name, target, options, losses, draws, timings, variational, info)

@@ -93,7 +93,7 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     batch, scale = options.likelihood_scale(target.num_data)
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
     schedule = None if schedule is None else jnp.asarray(schedule)
-    loc, std = initial_guide(target.model, options, seed)
+    loc, std, init = initial_guide(name, target, options, seed)
     params = {
         "loc": {k: jnp.asarray(v) for k, v in loc.items()},
         "rho": {k: jnp.asarray(inverse_softplus(v)) for k, v in std.items()},
@@ -132,6 +132,6 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     losses = np.asarray(losses)
     check_losses(name, target, options, losses, guide_params(loc, std))
     timings = {"compile": compiled_at - start, "warmup": end - compiled_at}
-    out = finish_meanfield(name, target, options, seed, losses, (loc, std), timings, {})
+    out = finish_meanfield(name, target, options, seed, losses, (loc, std), timings, {}, init)
     out.timings["sampling"] = now() - end
     return out

@@ -10,11 +10,12 @@ import numpy as np
 import pyro
 import torch
 from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO, autoguide
-from pyro.infer.autoguide import init_to_uniform
+from pyro.infer.autoguide import init_to_value
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
 from ppl_bnn.methods.base import HessianError, RunOutput
+from ppl_bnn.methods.initialisation import add_start, initial_values
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
     OptimisationOptions,
@@ -73,9 +74,11 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         return update(x[batches[i]], y[batches[i]], likelihood_scale=scale)
 
     losses = np.full(options.num_steps, np.nan)
+    start_values = initial_values(name, target, options, seed)
+    values = {k: torch.as_tensor(v) for k, v in start_values.values.items()}
     with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
         guide = getattr(autoguide, options.GUIDE)(
-            program, init_loc_fn=init_to_uniform, **options.guide_kwargs()
+            program, init_loc_fn=init_to_value(values=values), **options.guide_kwargs()
         )
         elbo = elbo_cls(**elbo_kwargs)
         if options.update == "pyro":
@@ -129,4 +132,5 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "torch_threads": torch.get_num_threads(),
         **learned_prior_info(target, learned),
     }
+    add_start(timings, info, start_values)
     return finish(name, target, options, losses, draws, timings, variational, info)

@@ -87,7 +87,7 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     batch, scale = options.likelihood_scale(target.num_data)
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
     batches = None if schedule is None else torch.from_numpy(schedule).long()
-    loc0, std0 = initial_guide(target.model, options, seed)
+    loc0, std0, init = initial_guide(name, target, options, seed)
     loc = {k: torch.tensor(v, requires_grad=True) for k, v in loc0.items()}
     rho = {k: torch.tensor(inverse_softplus(v), requires_grad=True) for k, v in std0.items()}
     adam = torch.optim.Adam([*loc.values(), *rho.values()], lr=options.learning_rate, foreach=True)
@@ -124,7 +124,7 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     timings = {"compile": first - start, "warmup": end - first}
     info = {"update": "fused", "torch_threads": torch.get_num_threads()}
     out = finish_meanfield(
-        name, target, options, seed, losses, (fitted_loc, fitted_std), timings, info
+        name, target, options, seed, losses, (fitted_loc, fitted_std), timings, info, init
     )
     out.timings["sampling"] = now() - end
     return out
