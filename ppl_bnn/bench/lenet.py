@@ -11,13 +11,14 @@ drawn from the training images:
 - torch: ``torch.nn`` modules and ``torch.optim.Adam`` stepped from a Python loop, as the Pyro
   driver runs.
 
-Every timing function returns seconds per step, one number per repeat, with the first call
-(JAX's compilation, torch's warm-up) timed apart.
+Every timing function returns a runner, which times ``steps`` steps and returns the seconds per
+step, and the first call's seconds (JAX's compilation, torch's first step) timed apart.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -82,9 +83,10 @@ def _batches(n: int, batch_size: int, steps: int, seed: int) -> np.ndarray:
 
 
 def jax_plain_step(
-    x: np.ndarray, y: np.ndarray, *, batch_size: int, steps: int, repeats: int, lr: float = 1e-3
-) -> tuple[list[float], float]:
-    """``(seconds per step per repeat, compile seconds)`` of plain LeNet-5 training in JAX."""
+    x: np.ndarray, y: np.ndarray, *, batch_size: int, steps: int, lr: float = 1e-3
+) -> tuple[Callable[[], float], float]:
+    """``(run, compile seconds)`` of plain LeNet-5 training in JAX: ``run()`` trains ``steps``
+    steps from the same start and returns the seconds per step."""
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -140,19 +142,21 @@ def jax_plain_step(
     start = now()
     compiled = jax.jit(train).lower(params, schedule).compile()
     compile_s = now() - start
-    seconds = []
-    for _ in range(repeats):
+
+    def run() -> float:
         start = now()
         jax.block_until_ready(compiled(params, schedule))
-        seconds.append((now() - start) / steps)
-    return seconds, compile_s
+        return (now() - start) / steps
+
+    return run, compile_s
 
 
 def torch_plain_step(
-    x: np.ndarray, y: np.ndarray, *, batch_size: int, steps: int, repeats: int, lr: float = 1e-3
-) -> tuple[list[float], float]:
-    """``(seconds per step per repeat, first step's seconds)`` of plain LeNet-5 training in
-    torch (eager ``torch.nn`` modules, ``torch.optim.Adam``)."""
+    x: np.ndarray, y: np.ndarray, *, batch_size: int, steps: int, lr: float = 1e-3
+) -> tuple[Callable[[], float], float]:
+    """``(run, first step's seconds)`` of plain LeNet-5 training in torch (eager ``torch.nn``
+    modules, ``torch.optim.Adam``): ``run()`` trains ``steps`` more steps and returns the
+    seconds per step."""
     import torch
     from torch import nn
 
@@ -178,18 +182,19 @@ def torch_plain_step(
     start = now()
     step(steps)
     first = now() - start
-    seconds = []
-    for _ in range(repeats):
+
+    def run() -> float:
         start = now()
         for i in range(steps):
             step(i)
-        seconds.append((now() - start) / steps)
-    return seconds, first
+        return (now() - start) / steps
+
+    return run, first
 
 
 def plain_step(
     backend: str, x: np.ndarray, y: np.ndarray, **kwargs: Any
-) -> tuple[list[float], float]:
+) -> tuple[Callable[[], float], float]:
     """:func:`jax_plain_step` for ``"numpyro"``, :func:`torch_plain_step` for ``"pyro"``."""
     if backend == "numpyro":
         return jax_plain_step(x, y, **kwargs)

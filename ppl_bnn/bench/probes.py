@@ -428,7 +428,8 @@ def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     framework's plain LeNet-5 training step (:mod:`ppl_bnn.bench.lenet`) on the same images.
 
     Rows: seconds per step (``step_s``, variant ``plain`` or the estimator) and the compile
-    time apart (``compile_s``: JAX's compilation; for torch the first step); the images are
+    time apart (``compile_s``: JAX's compilation; for torch the first step), and the ratio of
+    the Bayesian to the plain step within each repeat (``step_ratio``); the images are
     MNIST's when the data directory has them, else synthetic ones of the same shape (label
     ``problem``: ``lenet5-mnist`` / ``lenet5-synthetic``).
     """
@@ -441,8 +442,8 @@ def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
         "backend": backend,
         "batch_size": batch,
     }
-    plain, plain_compile = lenet.plain_step(
-        backend, x, y, batch_size=batch, steps=params["plain_steps"], repeats=repeats
+    plain_run, plain_compile = lenet.plain_step(
+        backend, x, y, batch_size=batch, steps=params["plain_steps"]
     )
     model = BNN(
         x,
@@ -454,8 +455,10 @@ def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     )
     options = {"estimator": "flipout", "num_draws": 10, **params.get("options", {})}
     options.update(batch_size=batch, num_steps=params["steps"])
-    steps, compiles = [], []
+    # Plain and Bayesian runs alternate, so that load from outside falls on both alike.
+    plain, steps, compiles = [], [], []
     for _ in range(repeats):
+        plain.append(plain_run())
         result = fit(model, "svi", backend=backend, seed=0, **options)
         steps.append(result.timings["warmup"] / options["num_steps"])
         compiles.append(result.timings["compile"])
@@ -465,6 +468,7 @@ def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
         row("compile_s", [plain_compile], variant="plain", **labels),
         row("step_s", steps, variant=variant, **labels),
         row("compile_s", compiles, variant=variant, **labels),
+        row("step_ratio", np.divide(steps, plain), unit="", variant=variant, **labels),
     ]
 
 

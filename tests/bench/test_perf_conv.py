@@ -47,9 +47,15 @@ def test_conv_probe_times_plain_and_bayesian_steps_on_both_backends(conv_results
         record = records[f"conv-lenet5-{backend}"]
         assert record["status"] == "ok", record.get("error")
         rows = {(r["quantity"], r["variant"]): r for r in record["perf"]}
-        assert set(rows) == {(q, v) for q in ("step_s", "compile_s") for v in ("plain", "flipout")}
+        assert set(rows) == {
+            *((q, v) for q in ("step_s", "compile_s") for v in ("plain", "flipout")),
+            ("step_ratio", "flipout"),
+        }
         for key in (("step_s", "plain"), ("step_s", "flipout"), ("compile_s", "flipout")):
             assert len(rows[key]["values"]) == 2 and rows[key]["min"] > 0, (backend, key)
+        # Plain and Bayesian runs alternate; each repeat's ratio is its own quotient.
+        ratios = np.divide(rows["step_s", "flipout"]["values"], rows["step_s", "plain"]["values"])
+        assert rows["step_ratio", "flipout"]["values"] == pytest.approx(ratios)
         assert all(r["problem"] == "lenet5-synthetic-8x8" for r in record["perf"])
         assert all(r["backend"] == backend and r["batch_size"] == 8 for r in record["perf"])
 
@@ -65,6 +71,8 @@ def test_conv_report_ratio_and_epoch_are_formed_from_stored_rows(conv_results: P
         assert entry["ratio"] == pytest.approx(step["flipout"] / step["plain"])
         assert entry["epoch_s"] == pytest.approx(math.ceil(60_000 / 8) * step["flipout"])
         assert entry["steps_per_s"] == pytest.approx(1 / step["flipout"])
+        ratios = frame[(frame["backend"] == backend) & (frame["quantity"] == "step_ratio")]
+        assert entry["repeat_ratio"] == pytest.approx(float(ratios["median"].iloc[0]))
     assert "LeNet-5: Bayesian step against a plain step" in html
 
 
@@ -91,7 +99,7 @@ def test_mnist_images_refuse_bad_sizes(kwargs: dict, match: str) -> None:
 def test_plain_step_refuses_an_unknown_backend() -> None:
     x = np.zeros((4, 8, 8, 1), np.float32)
     with pytest.raises(ValueError, match="unknown backend 'stan'; allowed: numpyro, pyro"):
-        lenet.plain_step("stan", x, np.zeros(4, int), batch_size=2, steps=1, repeats=1)
+        lenet.plain_step("stan", x, np.zeros(4, int), batch_size=2, steps=1)
 
 
 def test_lenet5_maps_mnist_images_to_ten_logits() -> None:
