@@ -47,6 +47,15 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     cells = 4
     caches = ["warm", "none"]   # a JAX cache filled beforehand (as the bench runs) / none
 
+    [conv]                      # LeNet-5 SVI (Flipout) vs a plain LeNet-5 step, per backend
+    backends = ["numpyro", "pyro"]
+    images = 10000              # MNIST training images (synthetic 28x28x1 ones when absent)
+    image_size = 28             # another size: synthetic images (for tests)
+    batch_size = 128
+    steps = 50                  # SVI steps per fit; plain_steps: plain training steps
+    prior = "scale_mixture"     # or "normal"
+    options = { estimator = "flipout" }   # more svi options (not batch_size / num_steps)
+
     [compile_cache]             # one NumPyro fit in two new processes sharing an empty JAX cache
     problem = "sine"
     methods = { svi = { num_steps = 3000 }, nuts = { num_warmup = 300 } }   # name -> options
@@ -75,7 +84,21 @@ from ppl_bnn.data import dataset_names
 THROUGHPUT_CACHES = ("warm", "none")
 
 _KEYS = {"name", "kind", "description", "repeats", "timeout_s", "problems", *PROBE_KINDS}
-_KEYS = (_KEYS - {"method"}) | {"methods"}
+_KEYS = (_KEYS - {"method"}) | {"methods", "conv"}
+
+# The [conv] table's keys and defaults (LeNet-5 SVI vs a plain LeNet-5 step).
+CONV_DEFAULTS: dict[str, Any] = {
+    "backends": ["numpyro", "pyro"],
+    "images": 10_000,
+    "image_size": 28,
+    "batch_size": 128,
+    "steps": 50,
+    "plain_steps": 50,
+    "prior": "scale_mixture",
+    "options": {},
+}
+# Options the [conv] table sets itself, so they cannot be given in its options.
+_CONV_OWN = ("batch_size", "num_steps")
 
 
 @dataclass(frozen=True)
@@ -262,6 +285,48 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             **({"repeats": cache["repeats"]} if "repeats" in cache else {}),
         }
         add(f"compile-cache-{cache['problem']}", "compile_cache", params)
+    conv = raw.get("conv")
+    if conv is not None:
+        for backend, params in _conv_probes(f"{where} [conv]", conv).items():
+            add(f"conv-lenet5-{backend}", "conv", params)
     if not probes:
         raise SuiteError(f"{where}: a performance suite needs at least one probe")
     return PerfSuite(name=name, description=str(raw.get("description", "")), probes=tuple(probes))
+
+
+def _conv_probes(where: str, conv: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The validated ``[conv]`` table as one probe's parameters per backend."""
+    from ppl_bnn.bench.lenet import PRIORS
+
+    check_keys(where, conv, {*CONV_DEFAULTS, "repeats"})
+    settings = {**CONV_DEFAULTS, **conv}
+    _check_choices(where, settings, "backends", ("numpyro", "pyro"))
+    for key in ("images", "image_size", "batch_size", "steps", "plain_steps"):
+        check_int(where, settings, key, CONV_DEFAULTS[key], minimum=1)
+    if settings["batch_size"] > settings["images"]:
+        raise SuiteError(
+            f"{where}: batch_size ({settings['batch_size']}) must not exceed images "
+            f"({settings['images']})"
+        )
+    if settings["image_size"] % 4:
+        raise SuiteError(
+            f"{where}: image_size must be a multiple of 4 (LeNet-5 pools twice), got "
+            f"{settings['image_size']}"
+        )
+    if settings["prior"] not in PRIORS:
+        raise SuiteError(
+            f"{where}: unknown prior {settings['prior']!r}; allowed: {', '.join(PRIORS)}"
+        )
+    options = settings["options"]
+    if not isinstance(options, Mapping):
+        raise SuiteError(f"{where}: options must be a table of svi options, got {options!r}")
+    own = sorted(set(options) & set(_CONV_OWN))
+    if own:
+        raise SuiteError(f"{where}: options {own} are set by the table itself; remove them")
+    probes = {}
+    for backend in settings["backends"]:
+        full = {"estimator": "flipout", **options, "batch_size": settings["batch_size"]}
+        check_options(f"{where} options", "svi", backend, full)
+        params = {k: v for k, v in settings.items() if k != "backends"}
+        probes[backend] = {**params, "options": dict(options), "backend": backend}
+    return probes

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench import bare_costs
+from ppl_bnn.bench import bare_costs, lenet
 from ppl_bnn.bench.cell import Probe, model_arguments
 from ppl_bnn.bench.evaluate import evaluate
 from ppl_bnn.bench.perf_suite import THROUGHPUT_CACHES
@@ -422,6 +422,56 @@ def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     ]
 
 
+def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
+    """A Bayesian LeNet-5 (:func:`~ppl_bnn.bench.lenet.lenet5`) fitted by mean-field SVI with
+    ``options`` (default: Flipout, minibatches of ``batch_size``) on one backend, against that
+    framework's plain LeNet-5 training step (:mod:`ppl_bnn.bench.lenet`) on the same images.
+
+    Rows: seconds per step (``step_s``, variant ``plain`` or the estimator) and the compile
+    time apart (``compile_s``: JAX's compilation; for torch the first step), and the ratio of
+    the Bayesian to the plain step within each repeat (``step_ratio``); the images are
+    MNIST's when the data directory has them, else synthetic ones of the same shape (label
+    ``problem``: ``lenet5-mnist`` / ``lenet5-synthetic``).
+    """
+    params = probe.params
+    backend, batch, repeats = params["backend"], params["batch_size"], params["repeats"]
+    x, y, source = lenet.mnist_images(params["images"], data_dir, size=params["image_size"])
+    size = params["image_size"]
+    labels = {
+        "problem": f"lenet5-{source}-{size}x{size}",
+        "backend": backend,
+        "batch_size": batch,
+    }
+    plain_run, plain_compile = lenet.plain_step(
+        backend, x, y, batch_size=batch, steps=params["plain_steps"]
+    )
+    model = BNN(
+        x,
+        y,
+        layers=lenet.lenet5(),
+        likelihood="categorical",
+        num_classes=10,
+        prior=lenet.PRIORS[params["prior"]],
+    )
+    options = {"estimator": "flipout", "num_draws": 10, **params.get("options", {})}
+    options.update(batch_size=batch, num_steps=params["steps"])
+    # Plain and Bayesian runs alternate, so that load from outside falls on both alike.
+    plain, steps, compiles = [], [], []
+    for _ in range(repeats):
+        plain.append(plain_run())
+        result = fit(model, "svi", backend=backend, seed=0, **options)
+        steps.append(result.timings["warmup"] / options["num_steps"])
+        compiles.append(result.timings["compile"])
+    variant = options["estimator"]
+    return [
+        row("step_s", plain, variant="plain", **labels),
+        row("compile_s", [plain_compile], variant="plain", **labels),
+        row("step_s", steps, variant=variant, **labels),
+        row("compile_s", compiles, variant=variant, **labels),
+        row("step_ratio", np.divide(steps, plain), unit="", variant=variant, **labels),
+    ]
+
+
 PROBES: dict[str, Callable[[Probe, str | None], list[dict[str, Any]]]] = {
     "floor": floor,
     "method": method,
@@ -430,6 +480,7 @@ PROBES: dict[str, Callable[[Probe, str | None], list[dict[str, Any]]]] = {
     "scaling": scaling,
     "throughput": throughput,
     "compile_cache": compile_cache,
+    "conv": conv,
 }
 
 

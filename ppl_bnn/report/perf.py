@@ -16,11 +16,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from ppl_bnn.bench.lenet import MNIST_TRAIN
 from ppl_bnn.report import fmt
 from ppl_bnn.report.build import environment_section
 from ppl_bnn.report.document import BulletList, Details, Document, Figure, Paragraph, Section, Table
 from ppl_bnn.report.figures import _png, backend_marker, method_color, plain_log_ticks
 from ppl_bnn.report.load import SuiteResults
+
+#: The goal for the conv probe: a Bayesian LeNet-5 step at most this many plain steps.
+CONV_GOAL = 3.0
 
 LABELS = ("problem", "method", "backend", "variant", "mode", "threads", "n", "width", "cache")
 
@@ -286,6 +290,88 @@ def methods_table(frame: pd.DataFrame) -> Table | None:
         "median bulk ESS of the predictive mean at the test points."
     )
     return Table(header, tuple(rows), caption, (), numeric)
+
+
+def conv_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per conv probe (one backend): the plain and the Bayesian step (medians), their ratio,
+    steps per second and seconds per MNIST epoch (60,000 images / batch size) of the Bayesian
+    step, and both compile times."""
+    part = frame[frame["probe"].str.startswith("conv-")]
+    out = []
+    for probe, rows in part.groupby("probe", sort=False):
+        variants = [v for v in rows["variant"].unique() if v != "plain"]
+        if not variants:
+            continue
+        labels = {"probe": probe}
+        bayes, plain = (_value(rows, "step_s", variant=v, **labels) for v in (variants[0], "plain"))
+        batch = int(rows["batch_size"].iloc[0])
+        out.append(
+            {
+                "problem": rows["problem"].iloc[0],
+                "backend": rows["backend"].iloc[0],
+                "estimator": variants[0],
+                "batch_size": batch,
+                "plain_s": plain,
+                "bayes_s": bayes,
+                "ratio": _ratio(bayes, plain),
+                "repeat_ratio": _value(rows, "step_ratio", variant=variants[0], **labels),
+                "repeat_ratio_min": _value(
+                    rows, "step_ratio", "min", variant=variants[0], **labels
+                ),
+                "steps_per_s": _ratio(1.0, bayes),
+                "epoch_s": math.ceil(MNIST_TRAIN / batch) * bayes,
+                "plain_compile_s": _value(rows, "compile_s", variant="plain", **labels),
+                "bayes_compile_s": _value(rows, "compile_s", variant=variants[0], **labels),
+            }
+        )
+    return out
+
+
+def conv_table(frame: pd.DataFrame) -> Table | None:
+    """:func:`conv_rows` as a table; the goal is a ratio <= :data:`CONV_GOAL`."""
+    entries = conv_rows(frame)
+    if not entries:
+        return None
+    rows = tuple(
+        (
+            e["problem"],
+            e["backend"],
+            e["estimator"],
+            str(e["batch_size"]),
+            _seconds(e["plain_s"]),
+            _seconds(e["bayes_s"]),
+            fmt.number(e["ratio"]),
+            f"{fmt.number(e['repeat_ratio_min'])} / {fmt.number(e['repeat_ratio'])}",
+            fmt.number(e["steps_per_s"]),
+            _seconds(e["epoch_s"]),
+            _seconds(e["plain_compile_s"]),
+            _seconds(e["bayes_compile_s"]),
+        )
+        for e in entries
+    )
+    header = (
+        "images",
+        "backend",
+        "estimator",
+        "batch",
+        "plain step",
+        "Bayesian step",
+        "ratio",
+        "ratio per repeat (min / median)",
+        "steps/s",
+        "per epoch",
+        "compile (plain)",
+        "compile (Bayesian)",
+    )
+    caption = (
+        "LeNet-5 on 28x28x1 images: mean-field SVI through fit() (the estimator, minibatches "
+        "of the batch size) against a plain LeNet-5 training step in the same framework (forward, "
+        "cross-entropy, backward, Adam; JAX: a compiled loop, torch: torch.optim.Adam from "
+        "Python), alternating within each repeat. ratio: the medians' quotient; per repeat: "
+        f"each repeat's own quotient. Per epoch = {MNIST_TRAIN:,} images / batch x Bayesian "
+        f"step; compile apart (torch: the first step). Goal: ratio <= {fmt.number(CONV_GOAL)}."
+    )
+    return Table(header, rows, caption, (), (False,) * 4 + (True,) * 8)
 
 
 def floors_table(frame: pd.DataFrame, problem: str) -> Table | None:
@@ -585,6 +671,7 @@ def build_perf_document(results: SuiteResults) -> Document:
             ),
         ),
     ]
+    extra.append(("LeNet-5: Bayesian step against a plain step", "conv", conv_table(frame)))
     for title, anchor, table in extra:
         if table is not None:
             sections.append(Section(title, anchor, [table]))

@@ -40,7 +40,11 @@ def test_shipped_perf_suite_expands_into_uniquely_named_probes():
         "scaling",
         "throughput",
         "compile_cache",
+        "conv",
     }
+    conv = {p.backend: p for p in probes if p.kind == "conv"}
+    assert set(conv) == {"numpyro", "pyro"}
+    assert conv["pyro"].params["batch_size"] == 128 and conv["pyro"].params["image_size"] == 28
     (cache,) = (p for p in probes if p.kind == "compile_cache")
     assert set(cache.params["methods"]) == {"svi", "nuts"} and cache.backend == "numpyro"
     scaling = {(p.params["n"], p.params["width"]) for p in probes if p.kind == "scaling"}
@@ -104,6 +108,23 @@ def test_probe_round_trips_and_hashes_its_config():
             {"compile_cache": {"problem": "cosine", "methods": {"svi": {}}}},
             r"\[compile_cache\]: unknown problem 'cosine'",
         ),
+        ({"conv": {"image": 28}}, r"\[conv\]: unknown keys \['image'\]"),
+        (
+            {"conv": {"backends": ["stan"]}},
+            r"\[conv\]: backends must be a non-empty list drawn from numpyro, pyro; got .*stan",
+        ),
+        ({"conv": {"steps": 0}}, r"\[conv\]: steps must be an integer >= 1, got 0"),
+        ({"conv": {"image_size": 10}}, r"\[conv\]: image_size must be a multiple of 4"),
+        (
+            {"conv": {"images": 64, "batch_size": 128}},
+            r"\[conv\]: batch_size \(128\) must not exceed images \(64\)",
+        ),
+        ({"conv": {"prior": "laplace"}}, r"\[conv\]: unknown prior 'laplace'; allowed: scale_"),
+        (
+            {"conv": {"options": {"num_steps": 5}}},
+            r"\[conv\]: options \['num_steps'\] are set by the table itself",
+        ),
+        ({"conv": {"options": {"estimator": "dropout"}}}, r"\[conv\] options: .*dropout"),
         ({"name": "../perf"}, "name must be a plain file name"),
         ({"timeout_s": float("nan")}, "timeout_s must be a finite positive number, got nan"),
         (

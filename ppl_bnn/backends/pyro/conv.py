@@ -19,6 +19,21 @@ def _nchw(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 3, 1, 2)
 
 
+def _padded_conv(
+    images: torch.Tensor,
+    filters: torch.Tensor,
+    pad: tuple[int, int, int, int],
+    stride: tuple[int, ...],
+    groups: int = 1,
+) -> torch.Tensor:
+    """``F.conv2d`` of NCHW ``images`` zero-padded by ``pad`` (left, right, top, bottom): by the
+    kernel's own padding when it is symmetric (no padded copy of the images), else ``F.pad``."""
+    left, right, top, bottom = pad
+    if left == right and top == bottom:
+        return F.conv2d(images, filters, stride=stride, padding=(top, left), groups=groups)
+    return F.conv2d(F.pad(images, pad), filters, stride=stride, groups=groups)
+
+
 def conv2d(
     x: torch.Tensor,
     w: torch.Tensor,
@@ -34,8 +49,8 @@ def conv2d(
     n, height, width, channels = x.shape[-4:]
     kh, kw, _, out = w.shape[-4:]
     if not w_batch:  # one filter bank: every leading axis of x is more images
-        images = F.pad(_nchw(x.reshape(-1, height, width, channels)), pad)
-        y = F.conv2d(images, w.permute(3, 2, 0, 1), stride=stride)
+        images = _nchw(x.reshape(-1, height, width, channels))
+        y = _padded_conv(images, w.permute(3, 2, 0, 1), pad, stride)
         return y.permute(0, 2, 3, 1).reshape(*x_batch, n, *y.shape[-2:], out)
     batch = torch.broadcast_shapes(x_batch, w_batch)
     draws = prod(batch)
@@ -43,13 +58,13 @@ def conv2d(
     filters = w.expand(*batch, kh, kw, channels, out).reshape(draws, kh, kw, channels, out)
     filters = filters.permute(0, 4, 3, 1, 2).reshape(draws * out, channels, kh, kw)
     if not x_batch:  # the same images under every draw
-        y = F.conv2d(F.pad(_nchw(x), pad), filters, stride=stride)
+        y = _padded_conv(_nchw(x), filters, pad, stride)
     else:  # (S, N, H, W, C) -> (N, S C, H, W): draw s's images are input group s
         images = x.expand(*batch, n, height, width, channels).reshape(
             draws, n, height, width, channels
         )
         images = images.permute(1, 0, 4, 2, 3).reshape(n, draws * channels, height, width)
-        y = F.conv2d(F.pad(images, pad), filters, stride=stride, groups=draws)
+        y = _padded_conv(images, filters, pad, stride, groups=draws)
     rows, cols = y.shape[-2:]
     y = y.reshape(n, draws, out, rows, cols).permute(1, 0, 3, 4, 2)
     return y.reshape(*batch, n, rows, cols, out)
