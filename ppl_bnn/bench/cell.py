@@ -88,6 +88,7 @@ PROBE_KINDS = (
     "scaling",
     "throughput",
     "compile_cache",
+    "conv",
 )
 
 

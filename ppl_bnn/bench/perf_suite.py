@@ -84,7 +84,7 @@ from ppl_bnn.data import dataset_names
 THROUGHPUT_CACHES = ("warm", "none")
 
 _KEYS = {"name", "kind", "description", "repeats", "timeout_s", "problems", *PROBE_KINDS}
-_KEYS = (_KEYS - {"method"}) | {"methods", "conv"}
+_KEYS = (_KEYS - {"method"}) | {"methods"}
 
 # The [conv] table's keys and defaults (LeNet-5 SVI vs a plain LeNet-5 step).
 CONV_DEFAULTS: dict[str, Any] = {
