@@ -102,15 +102,6 @@ def test_selective_curve_panels_one_per_method(mnist) -> None:
     assert fig.png.startswith(b"\x89PNG")
 
 
-def test_selective_curve_keeps_the_most_confident_first() -> None:
-    labels = np.arange(N) % 10
-    probs = _probs(np.linspace(0.2, 1.0, N), labels, right=np.arange(N) >= N // 4)
-    curve = metrics.selective_curve(probs, labels, num_points=4)
-    # The 30 most confident are right; the 10 least confident wrong.
-    assert curve["coverage"] == [0.25, 0.5, 0.75, 1.0]
-    assert curve["accuracy"] == [1.0, 1.0, 1.0, 0.75]
-
-
 def test_the_report_shows_refusals_and_published_figures(mnist, tmp_path: Path) -> None:
     root, _ = mnist
     html = render_report(root, tmp_path / "out").read_text(encoding="utf-8")
