@@ -234,7 +234,7 @@ class Suite:
                 entry.no_reference,
             )
             for entry, split in self._splits(max_splits, data_dir)
-            if not datasets or entry.name in datasets
+            if not datasets or entry.name in datasets or entry.label in datasets
         ]
 
     def _splits(

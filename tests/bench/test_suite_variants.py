@@ -100,6 +100,8 @@ def test_references_of_variants_are_kept_apart() -> None:
     raw["datasets"] = [{"name": "digits"}, {"name": "digits", "variant": "wide"}]
     names = [job.name for job in parse_suite(raw).references()]
     assert names == ["digits-split0", "digits-wide-split0"]
+    only = parse_suite(raw).references(only={"dataset": {"digits/wide"}})
+    assert [job.name for job in only] == ["digits-wide-split0"]
 
 
 def test_a_conv_variant_builds_its_network_on_images() -> None:
