@@ -149,7 +149,11 @@ def _add_run_args(parser: argparse.ArgumentParser, jobs_help: str) -> None:
     parser.add_argument("--data-dir", default=None, help="data directory (default: $PPL_BNN_DATA)")
     parser.add_argument("--jobs", type=int, default=None, help=jobs_help)
     parser.add_argument("--splits", type=int, default=None, help="only the first K splits")
-    parser.add_argument("--datasets", default=None, help="comma-separated subset of datasets")
+    parser.add_argument(
+        "--datasets",
+        default=None,
+        help="comma-separated subset of datasets (mnist, or one variant of it: mnist/lenet5)",
+    )
     parser.add_argument(
         "--rerun-failed", action="store_true", help="rerun failed/timed-out cells and references"
     )

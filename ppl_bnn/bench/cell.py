@@ -14,6 +14,7 @@ from typing import Any, Self
 from ppl_bnn.bench.environment import machine_info, timestamp
 from ppl_bnn.bench.evaluate import STORED_DRAWS
 from ppl_bnn.bench.record import SCHEMA_VERSION
+from ppl_bnn.model.layers import Layer, layer_from_dict
 from ppl_bnn.model.priors import Prior, prior_from_dict
 
 
@@ -52,6 +53,9 @@ class Cell(_Runnable):
         stored_draws: Draws of the test predictive kept in ``predictions.nc`` (thinned evenly).
         timeout_s: Wall-clock limit of the cell's process.
         budget_note: Why this cell's budget differs from the suite's default, or None.
+        variant: Which of several models fitted to the same dataset (``"lenet5"``), or None
+            (the only one); it joins the cell id and the report's dataset label, and enters the
+            config only when set, so cells without one keep their ids and config hashes.
     """
 
     suite: str
@@ -66,18 +70,35 @@ class Cell(_Runnable):
     stored_draws: int = STORED_DRAWS
     timeout_s: float = 600.0
     budget_note: str | None = None
+    variant: str | None = None
 
     @property
     def cell_id(self) -> str:
         """Directory-safe identifier, unique within a suite."""
-        return f"{self.dataset}-split{self.split}-{self.method}-{self.backend}-seed{self.seed}"
+        return (
+            f"{self.label.replace('/', '-')}-split{self.split}-{self.method}-{self.backend}"
+            f"-seed{self.seed}"
+        )
+
+    @property
+    def label(self) -> str:
+        """The dataset as reports name it: ``mnist``, or ``mnist/lenet5`` for a variant."""
+        return dataset_label(self.dataset, self.variant)
 
     def config(self) -> dict[str, Any]:
-        """Everything that determines the cell's result (the timeout and note do not)."""
+        """Everything that determines the cell's result (the timeout and note do not; the
+        variant only when set)."""
         out = asdict(self)
         for key in ("suite", "timeout_s", "budget_note"):
             out.pop(key)
+        if out["variant"] is None:
+            out.pop("variant")
         return out
+
+
+def dataset_label(dataset: str, variant: str | None) -> str:
+    """``dataset``, or ``dataset/variant`` when a suite fits several models to it."""
+    return dataset if not variant else f"{dataset}/{variant}"
 
 
 PROBE_KINDS = (
@@ -164,15 +185,44 @@ def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:
     """:class:`ppl_bnn.BNN` keywords for ``data``: the likelihood follows the task; ``noise``
     applies to regression only and defaults to ``"learned"``; ``noise_prior`` is given in its
     dict form (``{kind = "gamma", concentration = 6.0, rate = 6.0}``), ``prior`` (the weights'
-    and biases' prior, instead of ``prior_scale``) likewise, one table or one per layer."""
-    kwargs = {k: v for k, v in model.items() if k not in ("noise", "noise_prior", "prior")}
+    and biases' prior, instead of ``prior_scale``) likewise, one table or one per layer, and
+    ``layers`` as a list of the layers' own dict form (:func:`ppl_bnn.model.layers.layer_from_dict`,
+    ``{kind = "conv2d", out_channels = 6, kernel_size = 5, padding = "same"}``)."""
+    skip = ("noise", "noise_prior", "prior", "layers")
+    kwargs = {k: v for k, v in model.items() if k not in skip}
     if model.get("prior") is not None:
         kwargs["prior"] = weight_prior(model["prior"])
+    if model.get("layers") is not None:
+        kwargs["layers"] = network_layers(model["layers"])
     if data.task != "regression":
         return {**kwargs, "likelihood": "categorical", "num_classes": data.num_classes}
     if model.get("noise_prior") is not None:
         kwargs["noise_prior"] = prior_from_dict(model["noise_prior"])
     return {**kwargs, "likelihood": "gaussian", "noise": model.get("noise", "learned")}
+
+
+def network_layers(tables: Any) -> list[Layer]:
+    """A suite's ``layers``: a non-empty list of layer tables, as layer objects."""
+    if not isinstance(tables, list) or not all(isinstance(t, Mapping) for t in tables or [1]):
+        raise TypeError(f"layers must be a non-empty list of layer tables, got {tables!r}")
+    return [layer_from_dict(dict(t)) for t in tables]
+
+
+def merge_model(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A dataset's model: the suite's ``[model]`` updated by the dataset's ``model``. When the
+    override gives ``layers``, the suite's MLP shorthand (``hidden``, ``activation``,
+    ``prior_scale``, ``fan_in_scaling``) does not apply to it, nor its ``prior`` unless the
+    override leaves the prior out."""
+    if "layers" not in override:
+        return {**base, **override}
+    kept = {k: v for k, v in base.items() if k not in MLP_SHORTHAND}
+    if any(k in override for k in ("prior_scale", "fan_in_scaling")):
+        kept.pop("prior", None)
+    return {**kept, **override}
+
+
+#: The ``[model]`` keys of the MLP shorthand, which ``layers`` replaces.
+MLP_SHORTHAND = ("hidden", "activation", "prior_scale", "fan_in_scaling")
 
 
 def weight_prior(table: Any) -> Prior | list[Prior]:

@@ -34,6 +34,11 @@ PRUNE_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98)
 #: Regression metrics also scored separately on each part of a test set that reaches beyond
 #: the training inputs (``<metric>_in`` and ``<metric>_out``; see ``Dataset.test_inside``).
 REGION_METRICS = ("test_ll", "rmse", "crps", "coverage_95", "epistemic_std", "total_std")
+#: Classification: inputs whose largest predictive probability is below this are refused
+#: (``refused_test``, ``refused_ood``, ``refused_noise``); twice chance for ten classes.
+REFUSE_BELOW = 0.2
+#: Seed of the uniform-noise inputs scored beside a classification set's OOD set.
+NOISE_SEED = 0
 
 
 @dataclass
@@ -163,9 +168,43 @@ def _classification(result: FitResult, data: Dataset, out: Evaluation) -> np.nda
     )
     if ood is not None:
         out.predictions["ood_entropy"] = (("ood",), metrics.predictive_entropy(ood.mean(axis=0)))
+        _refusals(result, data, mean_probs, ood.mean(axis=0), out)
     # A scalar per draw and point for chain diagnostics: the probability of the predicted class.
     predicted = mean_probs.argmax(axis=-1)
     return np.take_along_axis(probs, predicted[None, :, None], axis=-1)[..., 0]
+
+
+def noise_inputs(data: Dataset) -> np.ndarray:
+    """Uniform-noise inputs shaped like ``data.x_ood`` (flat rows or images) on the range of the
+    preprocessed training inputs, each value U(min x_train, max x_train) (for image sets, pixels
+    in [0, 1]); drawn with :data:`NOISE_SEED`, so every cell sees the same ones."""
+    if data.x_ood is None:
+        raise ValueError(f"{data.name} has no OOD inputs to shape the noise like")
+    rng = np.random.default_rng(NOISE_SEED)
+    low, high = float(np.min(data.x_train)), float(np.max(data.x_train))
+    return rng.uniform(low, high, size=data.x_ood.shape)
+
+
+def _refusals(
+    result: FitResult,
+    data: Dataset,
+    test_probs: np.ndarray,
+    ood_probs: np.ndarray,
+    out: Evaluation,
+) -> None:
+    """Refusal rates at :data:`REFUSE_BELOW` on the test, OOD and uniform-noise inputs, and
+    the largest class probability of every OOD and noise input (stored for the report)."""
+    noise_probs = result.predict(noise_inputs(data)).draws.mean(axis=0)
+    for name, probs in (("test", test_probs), ("ood", ood_probs), ("noise", noise_probs)):
+        out.metrics[f"refused_{name}"] = metrics.refusal_rate(probs, REFUSE_BELOW)
+    out.metrics["noise_mean_entropy"] = float(np.mean(metrics.predictive_entropy(noise_probs)))
+    out.predictions.update(
+        {
+            "ood_p_max": (("ood",), ood_probs.max(axis=-1)),
+            "noise_p_max": (("noise",), noise_probs.max(axis=-1)),
+            "noise_entropy": (("noise",), metrics.predictive_entropy(noise_probs)),
+        }
+    )
 
 
 def _sampler(result: FitResult, per_draw: np.ndarray, out: Evaluation) -> None:

@@ -159,7 +159,7 @@ def _document(job: ReferenceJob, **fields: Any) -> dict[str, Any]:
     """The ``reference.json`` of ``job`` without a record (see
     :func:`ppl_bnn.reference.reference_document`)."""
     return reference_document(
-        job.cell.dataset,
+        job.cell.label,
         job.cell.split,
         settings=job.settings.as_dict(),
         model=job.cell.model,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
-from ppl_bnn.bench.cell import model_arguments, weight_prior
+from ppl_bnn.bench.cell import MLP_SHORTHAND, model_arguments, network_layers, weight_prior
 from ppl_bnn.methods import get_method, make_options
 from ppl_bnn.model.priors import prior_from_dict
 from ppl_bnn.model.spec import BNNSpec
@@ -26,6 +26,7 @@ MODEL_KEYS = {
     "prior",
     "noise",
     "noise_prior",
+    "layers",
 }
 #: What :func:`check_model` builds the model spec for: a regression set (noise keys apply).
 _REGRESSION = SimpleNamespace(task="regression")
@@ -99,12 +100,18 @@ def check_indices(
     return values
 
 
-def check_model(where: str, model: Any) -> dict[str, Any]:
+def check_model(
+    where: str, model: Any, *, image: tuple[tuple[int, ...], int] | None = None
+) -> dict[str, Any]:
     """``model`` (a ``[model]`` table or an override): known keys whose values build a model
-    spec, checked by :meth:`ppl_bnn.model.spec.BNNSpec.mlp` itself on a 1-D input."""
+    spec, checked by :meth:`ppl_bnn.model.spec.BNNSpec.mlp` itself on a 1-D input, or, with
+    ``layers``, by :class:`~ppl_bnn.model.spec.BNNSpec` on ``image`` (one example's shape and the
+    class count) where that is known, else layer by layer."""
     if not isinstance(model, Mapping):
         raise SuiteError(f"{where}: must be a table of model settings, got {model!r}")
     check_keys(where, model, MODEL_KEYS)
+    if model.get("layers") is not None:
+        return _check_layers(where, model, image)
     prior = model.get("noise_prior")
     try:
         if prior is not None and not isinstance(prior, Mapping):
@@ -135,6 +142,48 @@ def check_model(where: str, model: Any) -> dict[str, Any]:
             replace(spec, priors=prior)
     except (TypeError, ValueError) as err:
         raise SuiteError(f"{where}: {err}") from err
+    return dict(model)
+
+
+def _check_layers(
+    where: str, model: Mapping[str, Any], image: tuple[tuple[int, ...], int] | None
+) -> dict[str, Any]:
+    """A model given by ``layers``: no MLP shorthand beside it, every layer table valid and, on
+    a known image shape, the whole network."""
+    both = sorted(k for k in MLP_SHORTHAND if k in model)
+    if both:
+        raise SuiteError(
+            f"{where}: layers describes the whole network; drop the MLP shorthand {both}"
+        )
+    try:
+        network_layers(model["layers"])
+    except (TypeError, ValueError) as err:
+        raise SuiteError(
+            f'{where}: layers must be a list of layer tables, e.g. [{{ kind = "conv2d", '
+            f'out_channels = 6, kernel_size = 5, padding = "same", activation = "relu" }}, '
+            f'{{ kind = "flatten" }}, {{ kind = "dense", units = 10 }}]: {err}'
+        ) from err
+    if model.get("prior") is not None:
+        try:
+            weight_prior(model["prior"])
+        except (TypeError, ValueError) as err:
+            raise SuiteError(
+                f"{where}: prior must be a prior table or one per layer: {err}"
+            ) from err
+    if image is not None:
+        shape, classes = image
+        data = SimpleNamespace(task="classification", num_classes=classes)
+        try:
+            kwargs = model_arguments(model, data)
+            BNNSpec(
+                input_shape=shape,
+                layers=tuple(kwargs["layers"]),
+                priors=kwargs.get("prior", BNNSpec.priors),
+                likelihood="categorical",
+                num_classes=classes,
+            )
+        except (TypeError, ValueError) as err:
+            raise SuiteError(f"{where}: layers on inputs of shape {shape}: {err}") from err
     return dict(model)
 
 

@@ -27,6 +27,8 @@ optionally, how its gold-standard reference posteriors are sampled::
     name = "sine"
     splits = [0]                         # or "all"
     model = { hidden = [20, 20] }        # overrides [model]
+    variant = "wide"                     # a name for this model when a set is listed twice
+    image = true                         # image sets: inputs (N, H, W, 1), for layers = [...]
     exclude = ["laplace"]                # "method" or "method.backend"
     options = { "sgld" = { step_size = 1e-4 } }   # keys "method" or "method.backend"
     no_reference = "why"                 # no reference posterior here, and why not
@@ -39,12 +41,20 @@ optionally, how its gold-standard reference posteriors are sampled::
 
 Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
 
+A dataset's ``model`` may give the network layer by layer instead of the MLP shorthand:
+``layers = [{ kind = "conv2d", out_channels = 6, kernel_size = 5, padding = "same",
+activation = "relu" }, { kind = "max_pool2d", size = 2 }, { kind = "flatten" },
+{ kind = "dense", units = 10 }]`` (the layers' own dict form); the ``[model]`` shorthand then
+does not apply to it. Convolutions and pooling take images: set ``image = true``. The same
+dataset may be listed more than once with distinct ``variant`` names; the variant joins the cell
+ids (``mnist-lenet5-split0-svi-numpyro-seed0``) and the report's dataset label (``mnist/lenet5``).
+
 Everything is checked when the file is read, before any cell runs: the name (it names the
 results folder, so it must be a plain file name), finite positive timeouts, the model (built
-with :meth:`ppl_bnn.model.spec.BNNSpec.mlp`), split indices (against the dataset's split count;
-for sets in the data directory, when the cells are listed), data limits, distinct seeds,
-backends, splits and datasets, ``exclude`` and ``options`` keys, and every method option (by the
-method's own options class).
+with :meth:`ppl_bnn.model.spec.BNNSpec.mlp`, or on the image shape for ``layers``), split
+indices (against the dataset's split count; for sets in the data directory, when the cells are
+listed), data limits, distinct seeds, backends, splits and datasets, ``exclude`` and ``options``
+keys, and every method option (by the method's own options class).
 
 With a ``[reference]`` table, every (dataset, split) also gets a reference job
 (:meth:`Suite.references`): NumPyro NUTS with these settings on the model the cells fit there
@@ -54,6 +64,7 @@ With a ``[reference]`` table, every (dataset, split) also gets a reference job
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -61,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.backends import BACKENDS
-from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.cell import Cell, merge_model
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
 from ppl_bnn.bench.schema import (
     SuiteError,
@@ -99,7 +110,16 @@ _SUITE_KEYS = {
 }  # fmt: skip
 _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
+    "variant", "image",
 }  # fmt: skip
+#: One example's shape and the class count of the sets that load as images (``image = true``).
+IMAGE_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {
+    "digits": ((8, 8, 1), 10),
+    "mnist": ((28, 28, 1), 10),
+    "fashion-mnist": ((28, 28, 1), 10),
+}
+#: Layer kinds that take images, not flat rows.
+_IMAGE_LAYERS = {"conv2d", "max_pool2d", "avg_pool2d", "flatten"}
 #: Sets whose split count is known without a data directory (checked when the suite is read).
 OFFLINE_SPLITS = (*BUILTIN, *IMAGE_SETS)
 _REFERENCE_KEYS = {
@@ -120,11 +140,19 @@ class DatasetEntry:
     exclude: tuple[str, ...] = ()
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     no_reference: str | None = None
+    variant: str | None = None
+    image: bool = False
 
-    def limits(self) -> dict[str, int]:
-        """The data limits given (``max_train``, ``max_test``), as loader keywords."""
-        limits = {"max_train": self.max_train, "max_test": self.max_test}
-        return {k: v for k, v in limits.items() if v is not None}
+    def limits(self) -> dict[str, Any]:
+        """The loader keywords given (``max_train``, ``max_test``, and ``image`` when true)."""
+        limits: dict[str, Any] = {"max_train": self.max_train, "max_test": self.max_test}
+        out = {k: v for k, v in limits.items() if v is not None}
+        return {**out, "image": True} if self.image else out
+
+    @property
+    def label(self) -> str:
+        """``name``, or ``name/variant``."""
+        return self.name if self.variant is None else f"{self.name}/{self.variant}"
 
 
 @dataclass(frozen=True)
@@ -138,8 +166,8 @@ class ReferenceJob:
 
     @property
     def name(self) -> str:
-        """``<dataset>-split<k>``, its folder under ``<results>/references/``."""
-        return f"{self.cell.dataset}-split{self.cell.split}"
+        """``<dataset>[-<variant>]-split<k>``, its folder under ``<results>/references/``."""
+        return f"{self.cell.label.replace('/', '-')}-split{self.cell.split}"
 
 
 @dataclass(frozen=True)
@@ -169,7 +197,8 @@ class Suite:
         Args:
             max_splits: Run only the first ``max_splits`` splits of each dataset.
             data_dir: Where split counts of ``splits = "all"`` datasets are read from.
-            only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets.
+            only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets (a
+                ``dataset`` set may name a variant as ``mnist/lenet5``).
         """
         out = []
         for entry, split in self._splits(max_splits, data_dir):
@@ -177,7 +206,7 @@ class Suite:
                 for backend in self.backends:
                     out.extend(self._cell(entry, split, method, backend) or [])
         if only:
-            out = [c for c in out if all(getattr(c, k) in v for k, v in only.items() if v)]
+            out = [c for c in out if all(_selected(c, k, v) for k, v in only.items() if v)]
         return out
 
     def references(
@@ -205,7 +234,7 @@ class Suite:
                 entry.no_reference,
             )
             for entry, split in self._splits(max_splits, data_dir)
-            if not datasets or entry.name in datasets
+            if not datasets or entry.name in datasets or entry.label in datasets
         ]
 
     def _splits(
@@ -242,11 +271,12 @@ class Suite:
             method="nuts",
             backend="numpyro",
             seed=settings.seed,
-            model={**self.model, **entry.model},
+            model=merge_model(self.model, entry.model),
             options=settings.nuts_options(),
             data=entry.limits(),
             stored_draws=REFERENCE_STORED_DRAWS,
             timeout_s=settings.timeout_s,
+            variant=entry.variant,
         )
 
     def _cell(
@@ -271,14 +301,20 @@ class Suite:
                 method=method,
                 backend=backend,
                 seed=seed,
-                model={**self.model, **entry.model},
+                model=merge_model(self.model, entry.model),
                 options=options,
                 data=entry.limits(),
                 timeout_s=self.timeout_s,
                 budget_note=note,
+                variant=entry.variant,
             )
             for seed in self.seeds
         ]
+
+
+def _selected(cell: Cell, key: str, values: set[str]) -> bool:
+    """Whether ``cell``'s ``key`` is in ``values``; datasets match by name or label."""
+    return getattr(cell, key) in values or (key == "dataset" and cell.label in values)
 
 
 def suite_path(name_or_path: str | Path) -> Path:
@@ -330,8 +366,12 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
     datasets: list[DatasetEntry] = []
     for i, table in enumerate(raw["datasets"]):
         entry = _parse_dataset(f"{where} [[datasets]] #{i + 1}", table, model, methods)
-        if any(d.name == entry.name for d in datasets):
-            raise SuiteError(f"{where}: dataset {entry.name!r} is listed twice")
+        if any(d.label == entry.label for d in datasets):
+            what = "" if entry.variant is None else f" with variant {entry.variant!r}"
+            raise SuiteError(
+                f"{where}: dataset {entry.name!r} is listed twice{what}; give each listing of "
+                "a dataset its own variant name"
+            )
         datasets.append(entry)
     suite = Suite(
         name=check_name(where, raw["name"]),
@@ -404,8 +444,23 @@ def _parse_dataset(
     name = table["name"]
     if name not in dataset_names():
         raise SuiteError(f"{loc}: unknown dataset {name!r}; known: {sorted(dataset_names())}")
+    variant = check_text(loc, table, "variant")
+    if variant is not None and not re.fullmatch(r"[a-z0-9][a-z0-9_]*", variant):
+        raise SuiteError(
+            f"{loc}: variant must be lower-case letters, digits and underscores (it joins the "
+            f"cell ids), got {variant!r}"
+        )
+    image = table.get("image", False)
+    if not isinstance(image, bool):
+        raise SuiteError(f"{loc}: image must be true or false, got {image!r}")
+    if image and name not in IMAGE_SHAPES:
+        raise SuiteError(
+            f"{loc}: image = true needs an image set ({', '.join(IMAGE_SHAPES)}), got {name!r}"
+        )
     override = check_model(f"{loc} model", table.get("model", {}))
-    check_model(f"{loc} model (with [model])", {**model, **override})
+    merged = merge_model(model, override)
+    _check_inputs(loc, merged, image)
+    check_model(f"{loc} model (with [model])", merged, image=IMAGE_SHAPES[name] if image else None)
     splits = table.get("splits", [0])
     if splits != "all":
         if not isinstance(splits, list):
@@ -434,8 +489,26 @@ def _parse_dataset(
         exclude=tuple(exclude),
         options={k: dict(v) for k, v in options.items()},
         no_reference=check_text(loc, table, "no_reference"),
+        variant=variant,
+        image=image,
         **limits,
     )
+
+
+def _check_inputs(loc: str, model: Mapping[str, Any], image: bool) -> None:
+    """Images go with ``layers`` (the MLP shorthand takes flat rows), and convolutions, pooling
+    and ``flatten`` with images."""
+    layers = model.get("layers")
+    if image and layers is None:
+        raise SuiteError(
+            f"{loc}: image = true loads (N, H, W, 1) inputs, which the MLP shorthand (hidden) "
+            "does not take; give model = { layers = [...] }"
+        )
+    kinds = {t.get("kind") for t in layers or [] if isinstance(t, Mapping)}
+    if not image and kinds & _IMAGE_LAYERS:
+        raise SuiteError(
+            f"{loc}: layers {sorted(kinds & _IMAGE_LAYERS)} take images; set image = true"
+        )
 
 
 def _check_splits(where: str, dataset: str, splits: Iterable[int], n: int) -> None:

@@ -32,8 +32,10 @@ from ppl_bnn.metrics.classification import (
     expected_calibration_error,
     nll,
     predictive_entropy,
+    refusal_rate,
     refuse_curve,
     reliability_diagram,
+    selective_curve,
 )
 from ppl_bnn.metrics.cost import cost_metrics
 from ppl_bnn.metrics.diagnostics import prediction_diagnostics, sampler_diagnostics
@@ -80,11 +82,13 @@ __all__ = [
     "predictive_entropy",
     "reference_metrics_classification",
     "reference_metrics_regression",
+    "refusal_rate",
     "refuse_curve",
     "regression_metrics",
     "reliability_diagram",
     "rmse",
     "sampler_diagnostics",
+    "selective_curve",
     "test_log_likelihood",
     "total_variation",
     "usability_flags",

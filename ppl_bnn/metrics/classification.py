@@ -230,6 +230,49 @@ def refuse_curve(
     }
 
 
+def refusal_rate(mean_probs: ArrayLike, threshold: float = 0.2) -> float:
+    """Share of inputs refused: those whose largest predictive probability is below
+    ``threshold``, :math:`\\frac1N \\sum_n [\\max_k p_{nk} < t]` (rows with non-finite
+    probabilities count as refused).
+
+    Args:
+        mean_probs: Predictive class probabilities (N, K).
+        threshold: Confidence t in [0, 1]; 0.2 is twice chance for ten classes.
+    """
+    p = checks.probs(mean_probs, "mean_probs", 2)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise TypeError(f"threshold must be a number, got {threshold!r}")
+    if not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+    conf, _ = _confidence_and_prediction(p)
+    return float(np.mean(~(conf >= threshold)))
+
+
+def selective_curve(
+    mean_probs: ArrayLike, y: ArrayLike, num_points: int = 50
+) -> dict[str, list[float]]:
+    """Accuracy against coverage of selective classification (El-Yaniv & Wiener 2010): keep the
+    fraction c of inputs with the largest :math:`\\max_k p_k` and score the kept ones.
+
+    Args:
+        mean_probs: Predictive class probabilities (N, K).
+        y: Labels (N,).
+        num_points: Coverages c = 1/num_points, ..., 1 (each keeps ceil(c N) >= 1 inputs).
+
+    Returns:
+        ``{"coverage", "accuracy"}``. Ties in confidence keep the earlier input; rows with
+        non-finite probabilities come last and count as errors.
+    """
+    p, labels = _mean_probs_and_labels(mean_probs, y)
+    num = checks.positive_int(num_points, "num_points")
+    conf, pred = _confidence_and_prediction(p)
+    order = np.argsort(-np.nan_to_num(conf, nan=-1.0), kind="stable")
+    hits = np.cumsum(pred[order] == labels[order])
+    coverage = np.arange(1, num + 1) / num
+    kept = np.maximum(1, np.ceil(coverage * labels.size - 1e-9).astype(int))
+    return {"coverage": coverage.tolist(), "accuracy": (hits[kept - 1] / kept).tolist()}
+
+
 def classification_metrics(
     probs_draws: ArrayLike,
     y: ArrayLike,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ppl_bnn.methods import method_names
-from ppl_bnn.report import figures, stats, tables
+from ppl_bnn.report import figures, refusal, stats, tables
 from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.document import (
     BulletList,
@@ -32,6 +32,7 @@ from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
 from ppl_bnn.report.glossary import QUANTITIES
 from ppl_bnn.report.load import SuiteResults, method_key
+from ppl_bnn.report.published import published_classification_table
 from ppl_bnn.report.summary import summary_section
 
 logger = logging.getLogger(__name__)
@@ -235,10 +236,22 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
             )
         )
     published = b.safe(f"{dataset} published figures", tables.published_table, results, dataset)
+    if published is None:
+        published = b.safe(
+            f"{dataset} published figures", published_classification_table, results, dataset
+        )
     if published is not None:
         section.children.append(
             Section("Published reference figures", slug(dataset, "published"), [published])
         )
+    refusing = Section("Refusing to classify", slug(dataset, "refusal"))
+    _add(refusing.blocks, b.safe(f"{dataset} refusals", refusal.refusal_table, results, dataset))
+    _add(
+        refusing.blocks,
+        b.safe(f"{dataset} selective classification", refusal.selective_figure, results, dataset),
+    )
+    if refusing.blocks:
+        section.children.append(refusing)
     figs = Section("Figures", slug(dataset, "figures"))
     for draw in figures.DATASET_FIGURES:
         _add(figs.blocks, b.safe(f"{dataset} figure {draw.__name__}", draw, results, dataset))

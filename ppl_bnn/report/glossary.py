@@ -65,6 +65,18 @@ QUANTITIES: dict[str, Quantity] = {
     ),
     "ood_mean_entropy": Quantity("OOD entropy", "mean predictive entropy on the OOD inputs"),
     "n_nonfinite_nll": Quantity("non-finite NLL", "test points whose NLL is not finite"),
+    "refused_test": Quantity(
+        "refused test", "share of test inputs whose largest class probability is below 0.2"
+    ),
+    "refused_ood": Quantity("refused OOD", "as refused test, on the out-of-distribution inputs"),
+    "refused_noise": Quantity(
+        "refused noise",
+        "as refused test, on uniform-noise inputs (the OOD inputs' shape, the training inputs' "
+        "range, a fixed seed)",
+    ),
+    "noise_mean_entropy": Quantity(
+        "noise entropy", "mean predictive entropy on the uniform-noise inputs"
+    ),
     # samplers
     "rhat_max": Quantity(
         "R̂ max",

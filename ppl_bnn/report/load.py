@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.bench.cell import cell_from_dict
+from ppl_bnn.bench.cell import cell_from_dict, dataset_label
 from ppl_bnn.bench.record import (
     PREDICTIONS_FILE,
     RECORD_FILE,
@@ -100,6 +100,12 @@ def _task(metrics: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _label(config: Mapping[str, Any]) -> Any:
+    """A cell's dataset as the report names it: ``mnist``, or ``mnist/lenet5`` for a variant."""
+    dataset = config.get("dataset")
+    return dataset_label(dataset, config.get("variant")) if dataset is not None else None
+
+
 def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str], list[str]]:
     """One row per record: ids, status, error, budget note, config, metrics, timings.
 
@@ -116,7 +122,7 @@ def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, lis
         row: dict[str, Any] = {
             "cell_id": rec.get("cell_id"),
             "suite": rec.get("suite"),
-            "dataset": config.get("dataset"),
+            "dataset": _label(config),
             "split": config.get("split"),
             "method": config.get("method"),
             "backend": config.get("backend"),
@@ -303,7 +309,7 @@ class SuiteResults:
     def datasets(self) -> list[str]:
         """Datasets in the order they first appear in ``suite.json`` cells, else sorted."""
         present = list(dict.fromkeys(self.cells["dataset"])) if not self.cells.empty else []
-        declared = [c.get("dataset") for c in self.suite.get("cells") or [] if isinstance(c, dict)]
+        declared = [_label(c) for c in self.suite.get("cells") or [] if isinstance(c, dict)]
         order = [d for d in dict.fromkeys(declared) if d in present]
         return order + sorted(d for d in present if d not in order)
 

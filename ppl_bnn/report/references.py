@@ -1,8 +1,9 @@
-"""Published UCI regression figures, the only typed-in numbers of a report.
+"""Published figures, the only typed-in numbers of a report.
 
-Test RMSE and test log-likelihood, mean over the standard 20 train/test splits (5 for protein)
-with one hidden layer of 50 units (100 for protein), as published. Everything else in a report is
-computed from stored results.
+UCI regression: test RMSE and test log-likelihood, mean over the standard 20 train/test splits
+(5 for protein) with one hidden layer of 50 units (100 for protein), as published. MNIST: test
+accuracy (and NLL where published) of the networks of the ``mnist`` suite's variants. Everything
+else in a report is computed from stored results.
 """
 
 from __future__ import annotations
@@ -103,3 +104,49 @@ def references_for(dataset: str) -> list[Reference]:
         Reference("PBP", name, pbp[0], pbp[1], PBP_VIA_GAL),
         Reference("deep ensembles", name, ensembles[0], -ensembles[1], DEEP_ENSEMBLES),
     ]
+
+
+@dataclass(frozen=True)
+class ClassificationReference:
+    """One published MNIST result: test accuracy and, where published, NLL (nats)."""
+
+    model: str
+    dataset: str
+    accuracy: float
+    nll: float | None
+    source: Source
+
+
+BBB_MLP_EXAMPLE = Source(
+    label="Bayes-by-backprop MLP-1024 example",
+    citation=(
+        "the classic Bayes-by-backprop MNIST example (one hidden layer of 1,024 ReLU units, "
+        "KL weight 1e-3) after C. Blundell et al., Weight Uncertainty in Neural Networks, "
+        "ICML 2015"
+    ),
+    url="https://arxiv.org/abs/1505.05424",
+)
+UNCERTAINTY_BASELINES = Source(
+    label="Uncertainty Baselines README",
+    citation="Z. Nado et al., Uncertainty Baselines, arXiv:2106.04015 (2021), MNIST LeNet-5 table",
+    url="https://github.com/google/uncertainty-baselines",
+)
+
+#: Published MNIST figures by the report's dataset label (``<dataset>/<variant>``).
+_CLASSIFICATION: dict[str, tuple[ClassificationReference, ...]] = {
+    "mnist/mlp1024": (
+        ClassificationReference("VI, MLP-1024", "mnist/mlp1024", 0.979, None, BBB_MLP_EXAMPLE),
+    ),
+    "mnist/lenet5": (
+        ClassificationReference(
+            "deterministic LeNet-5", "mnist/lenet5", 0.991, 0.037, UNCERTAINTY_BASELINES
+        ),
+        ClassificationReference("VI LeNet-5", "mnist/lenet5", 0.985, 0.048, UNCERTAINTY_BASELINES),
+    ),
+}
+
+
+def classification_references_for(dataset: str) -> list[ClassificationReference]:
+    """Published accuracy / NLL for a report's dataset label (``mnist/lenet5``, ...); empty
+    for any other."""
+    return list(_CLASSIFICATION.get(dataset, ()))

@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppl_bnn import BNN, fit
-from ppl_bnn.bench.evaluate import PRUNE_FRACTIONS, evaluate, predictions_dataset
+from ppl_bnn import BNN, fit, layers, metrics
+from ppl_bnn.bench.evaluate import (
+    PRUNE_FRACTIONS,
+    REFUSE_BELOW,
+    evaluate,
+    noise_inputs,
+    predictions_dataset,
+)
 from ppl_bnn.data import load_dataset
 
 
@@ -70,6 +76,39 @@ def test_classification_metrics_and_ood() -> None:
     assert out.predictions["test_mean_probs"][1].shape == (digits.n_test, 10)
     assert out.predictions["ood_entropy"][1].shape == (digits.x_ood.shape[0],)
     assert "pruning" not in out.curves  # MAP has no guide scales
+
+
+@pytest.mark.parametrize("image", [False, True], ids=["flat", "image"])
+def test_refusals_on_test_ood_and_noise_inputs(image: bool) -> None:
+    digits = load_dataset("digits", split=0, max_train=300, max_test=60, image=image)
+    network = [layers.Flatten(), layers.Dense(8, "tanh"), layers.Dense(10)] if image else None
+    model = BNN(
+        digits.x_train,
+        digits.y_train,
+        **({"layers": network} if image else {"hidden": (8,)}),
+        likelihood="categorical",
+        num_classes=10,
+    )
+    result = fit(model, "map", num_steps=200, seed=0)
+    out = evaluate(result, digits)
+    noise = noise_inputs(digits)
+    # Same shape as the OOD inputs, on the training inputs' range (pixels in [0, 1]), and the
+    # same draw every time.
+    assert noise.shape == digits.x_ood.shape
+    assert noise.min() >= digits.x_train.min() and noise.max() <= digits.x_train.max() == 1.0
+    assert np.array_equal(noise, noise_inputs(digits))
+    noise_probs = result.predict(noise).probs
+    ood_probs = result.predict(digits.x_ood).probs
+    test_probs = result.predict(digits.x_test).probs
+    for name, probs in (("test", test_probs), ("ood", ood_probs), ("noise", noise_probs)):
+        expected = np.mean(probs.max(axis=-1) < REFUSE_BELOW)
+        assert out.metrics[f"refused_{name}"] == pytest.approx(expected), name
+    np.testing.assert_allclose(out.predictions["noise_p_max"][1], noise_probs.max(axis=-1))
+    np.testing.assert_allclose(out.predictions["ood_p_max"][1], ood_probs.max(axis=-1))
+    assert out.predictions["noise_p_max"][0] == ("noise",)
+    assert out.metrics["noise_mean_entropy"] == pytest.approx(
+        np.mean(metrics.predictive_entropy(noise_probs))
+    )
 
 
 def test_sampler_costs_and_diagnostics(sine) -> None:

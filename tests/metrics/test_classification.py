@@ -133,3 +133,28 @@ def test_nonfinite_probabilities_are_counted_not_rejected() -> None:
     assert metrics.agreement(probs, probs) == 0.75
     assert math.isnan(metrics.expected_calibration_error(probs, LABELS))
     assert sum(metrics.reliability_diagram(probs, LABELS)["count"]) == 3
+
+
+def test_refusal_rate_and_its_bad_thresholds() -> None:
+    probs = np.array([[0.15, 0.85], [0.5, 0.5], [np.nan, 1.0]])
+    assert metrics.refusal_rate(probs, 0.6) == pytest.approx(2 / 3)  # the NaN row is refused
+    assert metrics.refusal_rate(probs, 0.5) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match=r"threshold must be in \[0, 1\]"):
+        metrics.refusal_rate(probs, 1.5)
+    with pytest.raises(TypeError, match="threshold must be a number"):
+        metrics.refusal_rate(probs, "0.2")
+
+
+def test_selective_curve_keeps_the_most_confident_first() -> None:
+    # 40 inputs; the 30 most confident are right, the 10 least confident wrong.
+    labels = np.arange(40) % 10
+    confidence = np.linspace(0.2, 1.0, 40)
+    probs = np.tile(((1 - confidence) / 9)[:, None], (1, 10))
+    top = np.where(np.arange(40) >= 10, labels, (labels + 1) % 10)
+    probs[np.arange(40), top] = confidence
+    curve = metrics.selective_curve(probs[::-1], labels[::-1], num_points=4)
+    assert curve["coverage"] == [0.25, 0.5, 0.75, 1.0]
+    assert curve["accuracy"] == [1.0, 1.0, 1.0, 0.75]
+    assert metrics.selective_curve(probs, labels, num_points=4) == curve  # order-free
+    with pytest.raises(ValueError, match="num_points"):
+        metrics.selective_curve(probs, labels, num_points=0)
