@@ -160,13 +160,15 @@ def torch_plain_step(
     import torch
     from torch import nn
 
-    torch.manual_seed(0)
-    net = nn.Sequential(
-        nn.Conv2d(1, 6, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(6, 16, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 120, 5, padding="same"), nn.ReLU(), nn.Flatten(),
-        nn.Linear((x.shape[1] // 4) * (x.shape[2] // 4) * 120, 84), nn.ReLU(), nn.Linear(84, 10),
-    )  # fmt: skip
+    with torch.random.fork_rng(devices=[]):  # seeded initial weights; the global state is restored
+        torch.manual_seed(0)
+        net = nn.Sequential(
+            nn.Conv2d(1, 6, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 120, 5, padding="same"), nn.ReLU(), nn.Flatten(),
+            nn.Linear((x.shape[1] // 4) * (x.shape[2] // 4) * 120, 84), nn.ReLU(),
+            nn.Linear(84, 10),
+        )  # fmt: skip
     adam = torch.optim.Adam(net.parameters(), lr=lr)
     images = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
     labels = torch.from_numpy(np.asarray(y, dtype=np.int64))

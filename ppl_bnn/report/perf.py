@@ -350,19 +350,10 @@ def conv_table(frame: pd.DataFrame) -> Table | None:
         for e in entries
     )
     header = (
-        "images",
-        "backend",
-        "estimator",
-        "batch",
-        "plain step",
-        "Bayesian step",
-        "ratio",
-        "ratio per repeat (min / median)",
-        "steps/s",
-        "per epoch",
-        "compile (plain)",
+        "images", "backend", "estimator", "batch", "plain step", "Bayesian step", "ratio",
+        "ratio per repeat (min / median)", "steps/s", "per epoch", "compile (plain)",
         "compile (Bayesian)",
-    )
+    )  # fmt: skip
     caption = (
         "LeNet-5 on 28x28x1 images: mean-field SVI through fit() (the estimator, minibatches "
         "of the batch size) against a plain LeNet-5 training step in the same framework (forward, "
