@@ -30,8 +30,8 @@ def fit(
     Args:
         model: A :class:`~ppl_bnn.BNN` (spec plus training data).
         method: ``"svi"``, ``"lowrank"``, ``"fullrank"``, ``"map"``, ``"laplace"``,
-            ``"ensemble"``, ``"nuts"``, ``"hmc"``, ``"sgld"`` or ``"sghmc"`` (see
-            :func:`ppl_bnn.available_methods`).
+            ``"ensemble"``, ``"nuts"``, ``"hmc"``, ``"sgld"``, ``"sghmc"``, ``"csgld"`` or
+            ``"csghmc"`` (see :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
         seed: Non-negative integer; the same seed gives the same draws on CPU.
         **options: Method options, e.g. ``num_steps`` for SVI or ``num_warmup`` for NUTS; an
@@ -49,7 +49,7 @@ def fit(
 
     Raises:
         ValueError: A learned prior (``ScaleMixture(learned=True)``) with a method that cannot
-            fit its hyperparameters (``nuts``, ``hmc``, ``sgld``, ``sghmc``, ``laplace``).
+            fit its hyperparameters (the samplers and ``laplace``).
         DivergedError: The method broke down numerically (a non-finite loss, draw, step or
             log density) and kept no usable draw; the message names the step, the sites where
             known and the likely cause (:mod:`ppl_bnn.methods.divergence`).

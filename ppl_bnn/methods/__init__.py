@@ -11,6 +11,8 @@ from typing import Any
 
 from ppl_bnn.backends import check_backend
 from ppl_bnn.methods import (
+    csghmc,
+    csgld,
     ensemble,
     fullrank,
     hmc,
@@ -30,6 +32,8 @@ METHODS: tuple[Method, ...] = (
     hmc.METHOD,
     sgld.METHOD,
     sghmc.METHOD,
+    csgld.METHOD,
+    csghmc.METHOD,
     svi.METHOD,
     lowrank.METHOD,
     fullrank.METHOD,

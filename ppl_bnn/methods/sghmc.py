@@ -46,13 +46,19 @@ Reference: T. Chen, E. B. Fox, C. Guestrin. Stochastic Gradient Hamiltonian Mont
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.methods.checks import check_positive_float
-from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, step_size_schedule
+from ppl_bnn.methods.sgmcmc import (
+    SGMCMCInfo,
+    SGMCMCOptions,
+    noise_schedule,
+    step_size_schedule,
+)
 
 __all__ = ["SGHMCOptions", "SGHMCState", "sghmc"]
 
@@ -74,10 +80,15 @@ class SGHMCOptions(SGMCMCOptions):
             raise ValueError(f"friction must be in (0, 1], got {self.friction!r}")
 
     def kernel(
-        self,
+        self, cos: Callable[[Any], Any] = math.cos
     ) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
-        """:func:`sghmc` configured by these options."""
-        return sghmc(step_size_schedule(self), self.temperature, self.friction)
+        """:func:`sghmc` configured by these options (``cos``: see :func:`step_size_schedule`)."""
+        return sghmc(
+            step_size_schedule(self, cos),
+            self.temperature,
+            self.friction,
+            noise_scale=noise_schedule(self),
+        )
 
 
 class SGHMCState(NamedTuple):
@@ -89,16 +100,22 @@ class SGHMCState(NamedTuple):
 
 
 def sghmc(
-    schedule: Callable[[Any], Any], temperature: float, friction: float
+    schedule: Callable[[Any], Any],
+    temperature: float,
+    friction: float,
+    noise_scale: Callable[[Any], Any] | None = None,
 ) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
     """Build the SGHMC update as a pure ``(init, step)`` pair.
 
     ``init(position)`` starts at rest (zero momentum). ``step(state, log_density, grad, noise)``
     takes the log density and its gradient at ``state.position`` and standard-normal ``noise``
     shaped like the position; it uses only ``+``, ``*`` and ``**`` so that JAX arrays and torch
-    tensors both work.
+    tensors both work. ``noise_scale(t)`` (default: always 1) multiplies step ``t``'s noise: 0
+    in the cyclical schedule's exploration phases, where the update is SGD with momentum
+    (:func:`~ppl_bnn.methods.sgmcmc.noise_schedule`).
     """
     decay = 1.0 - friction
+    scale_noise = noise_scale or (lambda t: 1.0)
 
     def init(position: Mapping[str, Any]) -> SGHMCState:
         position = dict(position)
@@ -108,7 +125,7 @@ def sghmc(
         state: SGHMCState, log_density: Any, grad: Mapping[str, Any], noise: Mapping[str, Any]
     ) -> tuple[SGHMCState, SGMCMCInfo]:
         eps = schedule(state.step)
-        spread = (friction * eps * temperature) ** 0.5
+        spread = (friction * eps * temperature) ** 0.5 * scale_noise(state.step)
         momentum = {
             k: decay * v + 0.5 * eps * grad[k] + spread * noise[k]
             for k, v in state.momentum.items()

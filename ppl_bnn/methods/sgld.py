@@ -16,12 +16,18 @@ feed it gradients and noise and handle divergence.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ppl_bnn.methods.base import Family, Method
-from ppl_bnn.methods.sgmcmc import SGMCMCInfo, SGMCMCOptions, step_size_schedule
+from ppl_bnn.methods.sgmcmc import (
+    SGMCMCInfo,
+    SGMCMCOptions,
+    noise_schedule,
+    step_size_schedule,
+)
 
 __all__ = ["SGLDOptions", "SGLDState", "sgld", "step_size_schedule"]
 
@@ -31,10 +37,12 @@ class SGLDOptions(SGMCMCOptions):
     """Options of ``fit(..., method="sgld")``: those of :class:`SGMCMCOptions`, nothing more."""
 
     def kernel(
-        self,
+        self, cos: Callable[[Any], Any] = math.cos
     ) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
-        """:func:`sgld` configured by these options."""
-        return sgld(step_size_schedule(self), self.temperature)
+        """:func:`sgld` configured by these options (``cos``: see :func:`step_size_schedule`)."""
+        return sgld(
+            step_size_schedule(self, cos), self.temperature, noise_scale=noise_schedule(self)
+        )
 
 
 class SGLDState(NamedTuple):
@@ -45,14 +53,19 @@ class SGLDState(NamedTuple):
 
 
 def sgld(
-    schedule: Callable[[Any], Any], temperature: float
+    schedule: Callable[[Any], Any],
+    temperature: float,
+    noise_scale: Callable[[Any], Any] | None = None,
 ) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
     """Build the SGLD update as a pure ``(init, step)`` pair.
 
     ``step(state, log_density, grad, noise)`` takes the log density and its gradient at
     ``state.position`` and standard-normal ``noise`` shaped like the position; it uses only
-    ``+``, ``*`` and ``**`` so that JAX arrays and torch tensors both work.
+    ``+``, ``*`` and ``**`` so that JAX arrays and torch tensors both work. ``noise_scale(t)``
+    (default: always 1) multiplies step ``t``'s noise: 0 in the cyclical schedule's exploration
+    phases, where the update is SGD (:func:`~ppl_bnn.methods.sgmcmc.noise_schedule`).
     """
+    scale_noise = noise_scale or (lambda t: 1.0)
 
     def init(position: Mapping[str, Any]) -> SGLDState:
         return SGLDState(position=dict(position), step=0)
@@ -61,7 +74,7 @@ def sgld(
         state: SGLDState, log_density: Any, grad: Mapping[str, Any], noise: Mapping[str, Any]
     ) -> tuple[SGLDState, SGMCMCInfo]:
         eps = schedule(state.step)
-        spread = (eps * temperature) ** 0.5
+        spread = (eps * temperature) ** 0.5 * scale_noise(state.step)
         position = {
             k: z + 0.5 * eps * grad[k] + spread * noise[k] for k, z in state.position.items()
         }

@@ -22,9 +22,21 @@ On the unconstrained parameters :math:`z` (with :math:`\theta = T(z)`), the targ
 
 for a minibatch :math:`B` of size :math:`b` drawn without replacement at every step (the
 :math:`N/b` scaling is the model's ``likelihood_scale``). Step sizes follow
-:math:`\epsilon_t = a` (``schedule="constant"``) or :math:`\epsilon_t = a (b_0 + t)^{-\gamma}`
-(``schedule="polynomial"``); temperature :math:`\tau` 1 targets the posterior, other values
+:math:`\epsilon_t = a` (``schedule="constant"``), :math:`\epsilon_t = a (b_0 + t)^{-\gamma}`
+(``schedule="polynomial"``) or the cyclical cosine schedule of Zhang et al. (2020, Eq. 1;
+``schedule="cyclical"``) over :math:`M` cycles of :math:`L` steps,
+
+.. math:: \epsilon_t = \frac{a}{2}\Big[\cos\Big(\pi \frac{t \bmod L}{L}\Big) + 1\Big],
+
+where each cycle first explores (the share ``exploration`` of it: the update without its noise,
+an optimiser taking large steps towards a mode) and then samples (the full update at the small
+steps near the cycle's end); draws are kept only in the sampling phase (Zhang et al. 2020,
+Algorithm 1). Temperature :math:`\tau` 1 targets the posterior, other values
 :math:`p^{1/\tau}` (labelled tempered).
+
+The drivers run ``num_burnin`` steps, then ``num_blocks`` blocks of ``thinning`` steps, keeping
+the position at the end of each block that :meth:`SGMCMCOptions.kept_blocks` marks (all of them
+but for the cyclical schedule's exploration phases).
 
 Two drivers (``sgmcmc`` in each backend folder) feed the ``step``: a JAX one (``lax.scan`` per
 chain, chains vectorised with ``vmap``) and a torch one (a Python loop per chain with its own
@@ -35,6 +47,7 @@ chain; the draws taken before it are kept (chains are cut to a common length).""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -56,7 +69,7 @@ from ppl_bnn.seeding import child_seed, numpy_generator
 
 logger = logging.getLogger(__name__)
 
-SCHEDULES = ("constant", "polynomial")
+SCHEDULES = ("constant", "polynomial", "cyclical")
 #: Above this many training points the default batch size is :data:`DEFAULT_BATCH_SIZE`.
 FULL_BATCH_LIMIT = 1000
 DEFAULT_BATCH_SIZE = 128
@@ -69,11 +82,20 @@ class SGMCMCOptions:
     Attributes:
         num_samples: Kept draws per chain.
         num_burnin: Steps discarded before the first kept draw.
-        thinning: Steps per kept draw (total steps: ``num_burnin + num_samples * thinning``).
+        thinning: Steps per kept draw (total steps: ``num_burnin + num_samples * thinning``, and
+            the exploration phases under the cyclical schedule).
         step_size: :math:`a`, the (initial) step size.
-        schedule: ``"constant"`` or ``"polynomial"`` (:math:`a (b_0 + t)^{-\\gamma}`).
+        schedule: ``"constant"``, ``"polynomial"`` (:math:`a (b_0 + t)^{-\\gamma}`) or
+            ``"cyclical"`` (cosine cycles, Zhang et al. 2020; ``num_burnin`` must be 0, as each
+            cycle explores before it samples).
         schedule_offset: :math:`b_0` of the polynomial schedule.
         schedule_decay: :math:`\\gamma` of the polynomial schedule, in (0.5, 1].
+        num_cycles: :math:`M`, cycles of the cyclical schedule; each keeps
+            ``num_samples / num_cycles`` draws, so ``num_samples`` must be a multiple of it.
+        exploration: Share of each cycle spent exploring (no noise, no draws kept) under the
+            cyclical schedule, in [0, 1); the sampling phase is ``thinning`` steps per kept draw
+            and the exploration phase the whole number of such blocks nearest
+            ``exploration / (1 - exploration)`` times it.
         batch_size: Minibatch size; ``None`` is the full batch up to
             :data:`FULL_BATCH_LIMIT` points and :data:`DEFAULT_BATCH_SIZE` above.
         num_chains: Independent chains, each started from its own prior draw.
@@ -91,6 +113,8 @@ class SGMCMCOptions:
     schedule_decay: float = 0.55
     batch_size: int | None = None
     num_chains: int = 1
+    num_cycles: int = 4
+    exploration: float = 0.8
     temperature: float = 1.0
     jit: bool = backend_option(True, "pyro")
 
@@ -110,10 +134,56 @@ class SGMCMCOptions:
         check_positive_int("num_chains", self.num_chains)
         check_positive_float("temperature", self.temperature)
         check_bool("jit", self.jit)
+        check_positive_int("num_cycles", self.num_cycles)
+        if isinstance(self.exploration, bool) or not (
+            isinstance(self.exploration, int | float) and 0 <= self.exploration < 1
+        ):
+            raise ValueError(f"exploration must be a number in [0, 1), got {self.exploration!r}")
+        if self.schedule == "cyclical":
+            if self.num_burnin:
+                raise ValueError(
+                    "the cyclical schedule explores at the start of every cycle: num_burnin must "
+                    f"be 0, got {self.num_burnin}"
+                )
+            if self.num_samples % self.num_cycles:
+                raise ValueError(
+                    f"num_samples {self.num_samples} is not a multiple of num_cycles "
+                    f"{self.num_cycles}: every cycle keeps the same number of draws"
+                )
+
+    @property
+    def exploration_blocks(self) -> int:
+        """Blocks of ``thinning`` steps that open each cycle without a kept draw (0 unless the
+        schedule is cyclical)."""
+        if self.schedule != "cyclical":
+            return 0
+        per_cycle = self.num_samples // self.num_cycles
+        return round(per_cycle * self.exploration / (1 - self.exploration))
+
+    @property
+    def cycle_length(self) -> int:
+        """:math:`L`, steps per cycle of the cyclical schedule."""
+        return (self.exploration_blocks + self.num_samples // self.num_cycles) * self.thinning
+
+    @property
+    def num_blocks(self) -> int:
+        """Blocks of ``thinning`` steps after the burn-in, each ending at a candidate draw."""
+        if self.schedule != "cyclical":
+            return self.num_samples
+        return self.num_cycles * self.cycle_length // self.thinning
 
     @property
     def num_steps(self) -> int:
-        return self.num_burnin + self.num_samples * self.thinning
+        return self.num_burnin + self.num_blocks * self.thinning
+
+    def kept_blocks(self) -> np.ndarray:
+        """Per block, whether its last position is a kept draw: all but the cyclical schedule's
+        exploration blocks."""
+        kept = np.ones(self.num_blocks, dtype=bool)
+        if self.schedule == "cyclical":
+            per_cycle = self.cycle_length // self.thinning
+            kept[np.arange(self.num_blocks) % per_cycle < self.exploration_blocks] = False
+        return kept
 
     def resolved_batch_size(self, num_data: int) -> int:
         """The batch size used for ``num_data`` training points."""
@@ -122,13 +192,38 @@ class SGMCMCOptions:
         return check_batch_size(self.batch_size, num_data)
 
 
-def step_size_schedule(options: SGMCMCOptions) -> Callable[[Any], Any]:
-    """:math:`t \\mapsto \\epsilon_t`; works on Python ints and traced JAX integers alike."""
+def check_cyclical(options: SGMCMCOptions) -> None:
+    """``ValueError`` unless ``options`` (of a cyclical method) take the cyclical schedule."""
+    if options.schedule != "cyclical":
+        raise ValueError(
+            f"a cyclical method takes schedule 'cyclical' only, got {options.schedule!r} "
+            "(sgld and sghmc take the other schedules)"
+        )
+
+
+def step_size_schedule(
+    options: SGMCMCOptions, cos: Callable[[Any], Any] = math.cos
+) -> Callable[[Any], Any]:
+    """:math:`t \\mapsto \\epsilon_t`; works on Python ints and traced JAX integers alike, given
+    the array library's ``cos`` for the cyclical schedule (``jnp.cos`` for traced integers)."""
     a = options.step_size
     if options.schedule == "constant":
         return lambda t: a + 0.0 * t
+    if options.schedule == "cyclical":
+        length = options.cycle_length
+        return lambda t: 0.5 * a * (cos(math.pi * (t % length) / length) + 1.0)
     b, gamma = options.schedule_offset, options.schedule_decay
     return lambda t: a * (b + t) ** (-gamma)
+
+
+def noise_schedule(options: SGMCMCOptions) -> Callable[[Any], Any]:
+    """:math:`t \\mapsto` 1 where step :math:`t` injects the update's noise, 0 where it does not
+    (the cyclical schedule's exploration phases); arithmetic only, like
+    :func:`step_size_schedule`."""
+    if options.schedule != "cyclical":
+        return lambda t: 1.0 + 0.0 * t
+    length, exploring = options.cycle_length, options.exploration_blocks * options.thinning
+    return lambda t: 1.0 * (t % length >= exploring)
 
 
 class SGMCMCInfo(NamedTuple):
@@ -178,16 +273,16 @@ def batch_schedules(
     )
 
 
-def kept_draws(diverged_at: np.ndarray, options: SGMCMCOptions) -> np.ndarray:
-    """Per chain, how many kept draws precede its first non-finite step (all when none)."""
-    kept = np.full(diverged_at.shape, options.num_samples)
+def completed_blocks(diverged_at: np.ndarray, options: SGMCMCOptions) -> np.ndarray:
+    """Per chain, how many blocks end before its first non-finite step (all when none)."""
+    done = np.full(diverged_at.shape, options.num_blocks)
     for chain, step in enumerate(diverged_at):
         if step >= 0:
-            # Draw d is the position after step num_burnin + (d + 1) * thinning - 1.
-            kept[chain] = max(
-                0, min(options.num_samples, (step - options.num_burnin) // options.thinning)
+            # Block d ends with the position after step num_burnin + (d + 1) * thinning - 1.
+            done[chain] = max(
+                0, min(options.num_blocks, (step - options.num_burnin) // options.thinning)
             )
-    return kept
+    return done
 
 
 def finish(
@@ -201,18 +296,26 @@ def finish(
     timings: dict[str, float],
     info: dict[str, Any],
 ) -> RunOutput:
-    """The driver's output: chains cut to the draws kept before any divergence.
+    """The driver's output: the kept blocks' draws, chains cut to the blocks every chain
+    completed before any divergence.
 
     Args:
+        draws, stats: Per chain, one entry per completed block (``(chains, blocks, ...)``).
         diverged_at: Per chain, the step whose log density or state was not finite (-1: none).
         sites: The sites whose state became non-finite where a chain diverged (empty when only
             the log density was).
     """
-    kept = kept_draws(diverged_at, options)
+    done = completed_blocks(diverged_at, options)
+    blocks = int(done.min())
+    kept = options.kept_blocks()
     steps = [int(s) if s >= 0 else None for s in diverged_at]
     info.update(
         {"tempered": options.temperature != 1.0, "diverged": False, "diverged_at_step": steps}
     )
+    if options.schedule == "cyclical":
+        info["cycle_length"] = options.cycle_length
+    draws = {k: v[:, :blocks][:, kept[:blocks]] for k, v in draws.items()}
+    stats = {k: v[:, :blocks][:, kept[:blocks]] for k, v in stats.items()}
     if not np.any(diverged_at >= 0):
         return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)
     breakdown = {
@@ -222,12 +325,12 @@ def finish(
         "sites": sites,
         "step_option": ("step_size", options.step_size),
     }
-    if kept.min() == 0:
+    n = int(kept[:blocks].sum())
+    if n == 0:
         raise diverged(name, context="before any draw was kept", **breakdown)
     info.update(diverged(name, **breakdown).details())
-    n = int(kept.min())
-    info["draws_dropped_to_align_chains"] = int(kept.sum() - n * len(kept))
+    info["draws_dropped_to_align_chains"] = int(
+        sum(kept[: int(d)].sum() for d in done) - n * len(done)
+    )
     logger.warning("%s diverged at step(s) %s; keeping %d draws per chain", name, steps, n)
-    draws = {k: v[:, :n] for k, v in draws.items()}
-    stats = {k: v[:, :n] for k, v in stats.items()}
     return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)

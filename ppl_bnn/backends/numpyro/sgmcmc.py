@@ -38,7 +38,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         return log_joint(theta, xb, yb, n / batch) + log_det
 
     value_and_grad = jax.value_and_grad(log_density)
-    init, step = options.kernel()
+    init, step = options.kernel(cos=jnp.cos)
     names = [site.name for site in spec.sites()]
 
     def one_step(carry, inputs):
@@ -89,7 +89,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         return carry, (theta, jax.tree.map(lambda v: v[-1], infos))
 
     def sample(carry, key, idx):
-        return lax.scan(draw, carry, (jax.random.split(key, options.num_samples), idx))
+        return lax.scan(draw, carry, (jax.random.split(key, options.num_blocks), idx))
 
     chains = options.num_chains
     starts = initial_positions(target.model, chains, seed, name)
@@ -109,7 +109,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         burn_idx = jnp.asarray(schedules[:, : options.num_burnin])
         sample_idx = jnp.asarray(
             schedules[:, options.num_burnin :].reshape(
-                chains, options.num_samples, options.thinning, batch
+                chains, options.num_blocks, options.thinning, batch
             )
         )
 

@@ -13,9 +13,9 @@ from ppl_bnn.methods.divergence import nonfinite_sites
 from ppl_bnn.methods.sgmcmc import (
     SGMCMCOptions,
     batch_schedules,
+    completed_blocks,
     finish,
     initial_positions,
-    kept_draws,
     site_arrays,
 )
 from ppl_bnn.seeding import child_seed
@@ -82,13 +82,12 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         diverged_at.append(diverged)
         flat_per_chain.append(kept_z)
         stats_per_chain.append(chain_stats)
-    kept = kept_draws(np.asarray(diverged_at), options)
-    length = int(kept.min())
+    length = int(completed_blocks(np.asarray(diverged_at), options).min())
     flat = np.stack(
         [np.asarray(z[:length], dtype=np.float32).reshape(length, potential.size)
          for z in flat_per_chain]
     )  # fmt: skip
-    # No draw at all only when a chain diverged at once, which _finish reports as an error.
+    # No block at all only when a chain diverged at once, which finish reports as an error.
     constrained = potential.constrained(flat) if length else {}
     draws = {k: v.astype(np.float32) for k, v in constrained.items()}
     stats = {
