@@ -1,8 +1,9 @@
 """Benchmark suites: TOML files that expand into cells.
 
 A suite names datasets (with splits and optional size limits), one model architecture (with
-per-dataset overrides), methods with options, backends, seeds, a per-cell timeout and,
-optionally, how its gold-standard reference posteriors are sampled::
+per-dataset overrides), methods with options, backends, seeds, a per-cell timeout (which a
+dataset may override for its own cells) and, optionally, how its gold-standard reference
+posteriors are sampled::
 
     name = "default"
     seeds = [0]
@@ -32,6 +33,8 @@ optionally, how its gold-standard reference posteriors are sampled::
     exclude = ["laplace"]                # "method" or "method.backend"
     options = { "sgld" = { step_size = 1e-4 } }   # keys "method" or "method.backend"
     no_reference = "why"                 # no reference posterior here, and why not
+    timeout_s = 3600                     # its cells' limit, instead of the suite's (not its
+                                         # reference's, which [reference] sets)
 
     [methods.nuts]
     num_warmup = 500
@@ -40,6 +43,10 @@ optionally, how its gold-standard reference posteriors are sampled::
     budget_note = "..."                  # ... stated in the report
 
 Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
+
+A cell's timeout is not part of its config hash (:meth:`ppl_bnn.bench.cell.Cell.config`), so
+changing the suite's or a dataset's ``timeout_s`` keeps the results stored under the old one; it
+applies to the cells that run next (``--rerun-failed`` reruns the ones that timed out).
 
 A dataset's ``model`` may give the network layer by layer instead of the MLP shorthand:
 ``layers = [{ kind = "conv2d", out_channels = 6, kernel_size = 5, padding = "same",
@@ -110,7 +117,7 @@ _SUITE_KEYS = {
 }  # fmt: skip
 _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
-    "variant", "image",
+    "variant", "image", "timeout_s",
 }  # fmt: skip
 #: One example's shape and the class count of the sets that load as images (``image = true``).
 IMAGE_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {
@@ -130,7 +137,8 @@ _REFERENCE_KEYS = {
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """One dataset of a suite and its overrides."""
+    """One dataset of a suite and its overrides (``timeout_s``: its cells' limit in seconds,
+    None for the suite's)."""
 
     name: str
     splits: tuple[int, ...] | str = (0,)
@@ -142,6 +150,7 @@ class DatasetEntry:
     no_reference: str | None = None
     variant: str | None = None
     image: bool = False
+    timeout_s: float | None = None
 
     def limits(self) -> dict[str, Any]:
         """The loader keywords given (``max_train``, ``max_test``, and ``image`` when true)."""
@@ -304,7 +313,7 @@ class Suite:
                 model=merge_model(self.model, entry.model),
                 options=options,
                 data=entry.limits(),
-                timeout_s=self.timeout_s,
+                timeout_s=self.timeout_s if entry.timeout_s is None else entry.timeout_s,
                 budget_note=note,
                 variant=entry.variant,
             )
@@ -491,6 +500,7 @@ def _parse_dataset(
         no_reference=check_text(loc, table, "no_reference"),
         variant=variant,
         image=image,
+        timeout_s=None if "timeout_s" not in table else check_timeout(loc, table),
         **limits,
     )
 

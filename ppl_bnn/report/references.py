@@ -2,8 +2,9 @@
 
 UCI regression: test RMSE and test log-likelihood, mean over the standard 20 train/test splits
 (5 for protein) with one hidden layer of 50 units (100 for protein), as published. MNIST: test
-accuracy (and NLL where published) of the networks of the ``mnist`` suite's variants. Everything
-else in a report is computed from stored results.
+accuracy (and NLL where published) of the networks of the ``mnist`` suite's variants, and
+Blundell et al.'s test error after pruning weights by signal-to-noise, beside the MLPs' pruning
+curves. Everything else in a report is computed from stored results.
 """
 
 from __future__ import annotations
@@ -150,3 +151,42 @@ def classification_references_for(dataset: str) -> list[ClassificationReference]
     """Published accuracy / NLL for a report's dataset label (``mnist/lenet5``, ...); empty
     for any other."""
     return list(_CLASSIFICATION.get(dataset, ()))
+
+
+@dataclass(frozen=True)
+class PruningReference:
+    """Published test error (%) after removing a share of the weights, those with the smallest
+    signal-to-noise ratio |mu| / sigma first, as ``(fraction removed, test error %)`` pairs."""
+
+    model: str
+    dataset: str
+    test_error: tuple[tuple[float, float], ...]
+    source: Source
+
+
+BLUNDELL_PRUNING = Source(
+    label="Blundell et al. 2015, Table 2",
+    citation=(
+        "C. Blundell, J. Cornebise, K. Kavukcuoglu and D. Wierstra, Weight Uncertainty in Neural "
+        "Networks, ICML 2015, Table 2 (MNIST test error after removing weights by |mu|/sigma)"
+    ),
+    url="https://arxiv.org/abs/1505.05424",
+)
+#: Blundell et al.'s Table 2: test error (%) of their Bayes-by-backprop MNIST MLP (two hidden
+#: layers of 1,200 units) with the given share of its weights removed.
+_BLUNDELL_TABLE_2 = ((0.0, 1.24), (0.5, 1.24), (0.75, 1.24), (0.95, 1.29), (0.98, 1.39))
+#: The MLP variants of the ``mnist`` suite (not LeNet-5: a convolutional network).
+_PRUNING: dict[str, tuple[PruningReference, ...]] = {
+    dataset: (
+        PruningReference(
+            "Bayes by Backprop, MLP 2 x 1200", dataset, _BLUNDELL_TABLE_2, BLUNDELL_PRUNING
+        ),
+    )
+    for dataset in ("mnist", "mnist/mlp1024")
+}
+
+
+def pruning_references_for(dataset: str) -> list[PruningReference]:
+    """Published test error after signal-to-noise pruning for a report's dataset label (the
+    ``mnist`` suite's MLPs: ``mnist``, ``mnist/mlp1024``); empty for any other."""
+    return list(_PRUNING.get(dataset, ()))

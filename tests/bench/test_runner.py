@@ -144,6 +144,20 @@ def test_timeout_kills_the_cell_and_records_it(tmp_path: Path) -> None:
     ]
 
 
+def test_a_datasets_own_timeout_is_the_one_applied(tmp_path: Path) -> None:
+    datasets = [{"name": "sine", "timeout_s": 0.5}, {"name": "gap"}]
+    results = tmp_path / "results"
+    summary = run_suite(tiny_suite(datasets=datasets), results, jobs=1)
+    records = _cells(results)
+    sine, gap = records["sine-split0-svi-numpyro-seed0"], records["gap-split0-svi-numpyro-seed0"]
+    assert sine["status"] == "timeout" and sine["timeout_s"] == 0.5
+    assert "exceeded its 0.5 s limit" in sine["error"]["message"]
+    assert gap["status"] == "ok" and gap["timeout_s"] == 240  # the suite's
+    assert summary.failed_cells == [sine["cell_id"]]
+    planned = json.loads((results / "suite.json").read_text())["cells"]
+    assert {(c["dataset"], c["timeout_s"]) for c in planned} == {("sine", 0.5), ("gap", 240)}
+
+
 def test_diverged_cell_is_recorded_as_such(tmp_path: Path) -> None:
     methods = {"sgld": {"num_burnin": 50, "num_samples": 5, "thinning": 1, "step_size": 1e3}}
     results = tmp_path / "results"

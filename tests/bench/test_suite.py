@@ -36,6 +36,11 @@ RAW = {
 }
 
 
+#: Dataset timeouts refused as the suite's are, and how the error shows them.
+BAD_TIMEOUTS = [
+    (0, "0"), (-5, "-5"), (float("nan"), "nan"), (float("inf"), "inf"), (True, "True"),
+    ("600", "'600'"), (None, "None"),
+]  # fmt: skip
 SINE_ONLY = {"datasets": [{"name": "sine"}], "reference": None}
 
 
@@ -168,6 +173,10 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ({"reference": {"timeout_s": float("nan")}}, r"\[reference\]: timeout_s must be a finite"),
         ({"reference": {"timeout_s": float("inf")}}, r"\[reference\]: timeout_s must be a finite"),
         ({"reference": {"timeout_s": True}}, r"\[reference\]: timeout_s must be a finite"),
+        *(
+            ({"datasets": [{"name": "sine", "timeout_s": bad}]}, rf"#1: timeout_s .*, got {got}$")
+            for bad, got in BAD_TIMEOUTS
+        ),
         ({"model": {"activation": "swish"}}, r"\[model\]: .*activation.*'swish'"),
         ({"model": {"hidden": [-5]}}, r"\[model\]: .*hidden"),
         ({"model": {"noise": -1}}, r"\[model\]: .*noise.*-1"),
@@ -212,6 +221,21 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
 def test_bad_suites(changes: dict, match: str) -> None:
     with pytest.raises(SuiteError, match=match):
         parse_suite(_suite(**changes))
+
+
+def test_a_dataset_timeout_overrides_the_suites_for_its_cells_only() -> None:
+    datasets = [{"name": "sine", "timeout_s": 7200}, {"name": "gap"}]
+    suite = parse_suite(_suite(datasets=datasets))
+    by_dataset = {c.dataset: c.timeout_s for c in suite.cells()}
+    assert by_dataset == {"sine": 7200.0, "gap": 60.0}
+    assert suite.datasets[0].timeout_s == 7200.0 and suite.datasets[1].timeout_s is None
+    # The reference keeps [reference]'s limit.
+    assert {j.cell.timeout_s for j in suite.references()} == {90.0}
+    # Like the suite's, a dataset's timeout leaves the config hash (and stored cells) as they are.
+    plain = {
+        c.cell_id: c.config_hash() for c in parse_suite(_suite(datasets=[{"name": "sine"}])).cells()
+    }
+    assert {c.cell_id: c.config_hash() for c in suite.cells() if c.dataset == "sine"} == plain
 
 
 @pytest.mark.parametrize("name", ["Ünïcode suite", "with spaces", "<script>alert(1)"])

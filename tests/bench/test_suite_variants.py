@@ -136,6 +136,8 @@ def test_the_mnist_suite_has_lenet5_and_the_mlp() -> None:
         "conv2d", "max_pool2d", "conv2d", "max_pool2d", "conv2d", "flatten", "dense", "dense",
     ]  # fmt: skip
     assert mlp.model["hidden"] == [1024] and mlp.options["kl_weight"] == 1e-3
+    # LeNet-5's 1,000 steps of about 3 s on a 2-core CPU get their own limit; the rest the suite's.
+    assert (lenet.timeout_s, mlp.timeout_s, suite.timeout_s) == (5400, 1800, 1800)
     ids = {c.cell_id for c in suite.cells()}
     # The MLP 400-400 cells keep their ids; LeNet-5 does not fit the budget on Pyro.
     assert "mnist-split0-svi-numpyro-seed0" in ids

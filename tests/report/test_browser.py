@@ -1,5 +1,5 @@
 """The HTML report in a real browser: no errors, nothing loaded from outside, nothing wider than a
-1280-px window, every figure decoded, the Summary first.
+1280-px window, every figure decoded, the Summary first, published rows shaded and linked.
 
 Drives Debian's ``chromium`` through playwright (``playwright install`` cannot work offline); the
 browser tests skip when either is missing, the layout test without a browser always runs.
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from matplotlib.figure import Figure as MplFigure
 
+from ppl_bnn.report import render_report
 from ppl_bnn.report.document import (
     BulletList,
     Details,
@@ -28,6 +29,7 @@ from ppl_bnn.report.document import (
     Table,
 )
 from ppl_bnn.report.html import CSS, render_html
+from tests.report.pruning_records import write_pruning_suite
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -248,6 +250,43 @@ def test_the_problems_box_sits_between_the_title_and_the_summary(
             ".map(h => h.textContent.trim())"
         )
         assert titles[0] == "Summary"
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= VIEWPORT["width"], page.evaluate(OVERFLOWING_JS)
+        assert opened.console_errors == [] and opened.page_errors == []
+
+
+def test_published_pruning_rows_are_shaded_linked_and_only_under_the_mlps(
+    browser: Any, tmp_path: Path
+) -> None:
+    root = tmp_path / "results"
+    write_pruning_suite(root)
+    with _open(browser, render_report(root, tmp_path / "out")) as opened:
+        page = opened.page
+        rows = page.evaluate(
+            "[...document.querySelectorAll('section[id$=\"-figures\"] tr.published')].map(tr => {"
+            " const s = getComputedStyle(tr), a = tr.querySelector('a');"
+            " return [tr.closest('section').id, tr.cells[0].innerText, a && a.href,"
+            " a && a.innerText, s.backgroundColor, s.fontStyle]; })"
+        )
+        plain = page.evaluate(
+            "getComputedStyle(document.querySelector('#mnist-mlp1024-figures tbody tr'))"
+            ".backgroundColor"
+        )
+        url = "https://arxiv.org/abs/1505.05424"
+        shade = "rgb(238, 246, 238)"  # --published: #eef6ee
+        label = "Blundell et al. 2015, Table 2"
+        assert rows == [
+            ["mnist-figures", "Bayes by Backprop, MLP 2 x 1200", url, label, shade, "italic"],
+            [
+                "mnist-mlp1024-figures",
+                "Bayes by Backprop, MLP 2 x 1200",
+                url,
+                label,
+                shade,
+                "italic",
+            ],
+        ]
+        assert plain != shade
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= VIEWPORT["width"], page.evaluate(OVERFLOWING_JS)
         assert opened.console_errors == [] and opened.page_errors == []
