@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
 from ppl_bnn.bench.cell import Cell, sweep_value_text
+from ppl_bnn.bench.record import read_records
+from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.bench.suite import SUITES_DIR, SuiteError, Sweep, load_suite, parse_suite
+from ppl_bnn.report import render_report
+from tests.bench.conftest import tiny_suite
 
 BETAS = [1.0, 0.1, 1e-4]
 SWEEP = {"method": "svi", "option": "kl_weight", "values": BETAS}
@@ -122,3 +127,26 @@ def test_the_default_suite_sweeps_beta_on_a_small_tanh_net_on_the_sine_set() -> 
     assert job.no_reference
     # The contestants' cells are the same as without the study.
     assert all(c.sweep is None for c in suite.cells() if c.label != "sine/beta")
+
+
+def test_a_tiny_sweep_runs_and_its_report_shows_the_study(tmp_path: Path) -> None:
+    sweep = {"method": "svi", "option": "kl_weight", "values": [1.0, 0.01]}
+    # Pyro: no compilation, so the two cells take seconds.
+    datasets = [{"name": "sine", "variant": "beta", "sweep": sweep}]
+    suite = tiny_suite(backends=["pyro"], datasets=datasets)
+    results = tmp_path / "results"
+    summary = run_suite(suite, results, jobs=2)
+    assert summary.ok
+    records = {r["cell_id"]: r for r in read_records(results)}
+    assert sorted(records) == [
+        "sine-beta-split0-svi-pyro-seed0-kl_weight0.01",
+        "sine-beta-split0-svi-pyro-seed0-kl_weight1.0",
+    ]
+    for record in records.values():
+        beta = record["config"]["options"]["kl_weight"]
+        assert record["status"] == "ok" and record["info"]["kl_weight"] == beta
+        assert record["config"]["sweep"] == "kl_weight"
+    index = render_report(results, tmp_path / "report")
+    assert (tmp_path / "report" / "figures" / "sine-beta-sweep-kl-weight.png").is_file()
+    html = index.read_text(encoding="utf-8")
+    assert "β sweep of svi on sine/beta" in html and "no contestant&#x27;s cells" in html
