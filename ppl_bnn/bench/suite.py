@@ -314,7 +314,7 @@ class Suite:
             cell
             for value in sweep.values
             for cell in self._cell(
-                entry, split, method, backend, self.seeds[:1], {sweep.option: value}, sweep.option
+                entry, split, method, backend, self.seeds[:1], (sweep.option, value)
             )
         ]
 
@@ -325,9 +325,10 @@ class Suite:
         method: str,
         backend: str,
         seeds: tuple[int, ...],
-        swept: Mapping[str, Any] | None = None,
-        sweep: str | None = None,
+        swept: tuple[str, float] | None = None,
     ) -> list[Cell]:
+        """One cell per seed, its options merged in order; ``swept`` (an option and its value)
+        overrides them all and marks the cells as a sweep's."""
         options: dict[str, Any] = {}
         for layer in (
             self.methods[method],
@@ -336,7 +337,8 @@ class Suite:
             entry.options.get(f"{method}.{backend}", {}),
         ):
             options.update({k: v for k, v in layer.items() if not isinstance(v, dict)})
-        options.update(swept or {})
+        if swept is not None:
+            options[swept[0]] = swept[1]
         note = options.pop("budget_note", None)
         return [
             Cell(
@@ -352,7 +354,7 @@ class Suite:
                 timeout_s=self.timeout_s,
                 budget_note=note,
                 variant=entry.variant,
-                sweep=sweep,
+                sweep=None if swept is None else swept[0],
             )
             for seed in seeds
         ]
