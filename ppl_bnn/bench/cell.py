@@ -56,6 +56,9 @@ class Cell(_Runnable):
         variant: Which of several models fitted to the same dataset (``"lenet5"``), or None
             (the only one); it joins the cell id and the report's dataset label, and enters the
             config only when set, so cells without one keep their ids and config hashes.
+        sweep: The option a study sweeps (``"kl_weight"``), or None: the cell is one point of
+            the study, not a contestant; its value (in ``options``) joins the cell id
+            (``sine-beta-split0-svi-numpyro-seed0-kl_weight0.1``). In the config only when set.
     """
 
     suite: str
@@ -71,14 +74,18 @@ class Cell(_Runnable):
     timeout_s: float = 600.0
     budget_note: str | None = None
     variant: str | None = None
+    sweep: str | None = None
 
     @property
     def cell_id(self) -> str:
         """Directory-safe identifier, unique within a suite."""
-        return (
+        base = (
             f"{self.label.replace('/', '-')}-split{self.split}-{self.method}-{self.backend}"
             f"-seed{self.seed}"
         )
+        if self.sweep is None:
+            return base
+        return f"{base}-{self.sweep}{sweep_value_text(self.options[self.sweep])}"
 
     @property
     def label(self) -> str:
@@ -91,9 +98,16 @@ class Cell(_Runnable):
         out = asdict(self)
         for key in ("suite", "timeout_s", "budget_note"):
             out.pop(key)
-        if out["variant"] is None:
-            out.pop("variant")
+        for key in ("variant", "sweep"):
+            if out[key] is None:
+                out.pop(key)
         return out
+
+
+def sweep_value_text(value: Any) -> str:
+    """A swept number as it joins a cell id: ``1``, ``0.1``, ``0.0001`` (Python's shortest
+    round-trip form, so distinct values give distinct ids)."""
+    return repr(value) if isinstance(value, int) else repr(float(value))
 
 
 def dataset_label(dataset: str, variant: str | None) -> str:

@@ -35,6 +35,7 @@ posteriors are sampled::
     no_reference = "why"                 # no reference posterior here, and why not
     timeout_s = 3600                     # its cells' limit, instead of the suite's (not its
                                          # reference's, which [reference] sets)
+    sweep = { method = "svi", option = "kl_weight", values = [1.0, 0.1] }   # a study (below)
 
     [methods.nuts]
     num_warmup = 500
@@ -63,6 +64,13 @@ indices (against the dataset's split count; for sets in the data directory, when
 listed), data limits, distinct seeds, backends, splits and datasets, ``exclude`` and ``options``
 keys, and every method option (by the method's own options class).
 
+A dataset with ``sweep`` is a study, not a contest: it runs only the sweep's method, once per
+value of the swept option (which overrides that option wherever else it is set), at the suite's
+first seed, on every backend its ``exclude`` (``"method.backend"`` keys) leaves; its ``options``
+may set the method's other options. The option's name and value join the cell ids
+(``sine-beta-split0-svi-numpyro-seed0-kl_weight0.1``), and the report shows these cells in a
+section of their own, never in the Summary, rankings or tables of the contestants.
+
 With a ``[reference]`` table, every (dataset, split) also gets a reference job
 (:meth:`Suite.references`): NumPyro NUTS with these settings on the model the cells fit there
 (data limits included), keeping 1,000 draws of the test predictive; a dataset with
@@ -71,6 +79,7 @@ With a ``[reference]`` table, every (dataset, split) also gets a reference job
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
@@ -106,6 +115,7 @@ __all__ = [
     "ReferenceJob",
     "Suite",
     "SuiteError",
+    "Sweep",
     "load_suite",
     "parse_suite",
 ]
@@ -117,8 +127,9 @@ _SUITE_KEYS = {
 }  # fmt: skip
 _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
-    "variant", "image", "timeout_s",
+    "variant", "image", "timeout_s", "sweep",
 }  # fmt: skip
+_SWEEP_KEYS = {"method", "option", "values"}
 #: One example's shape and the class count of the sets that load as images (``image = true``).
 IMAGE_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {
     "digits": ((8, 8, 1), 10),
@@ -133,6 +144,15 @@ _REFERENCE_KEYS = {
     "num_chains", "num_warmup", "num_samples", "max_tree_depth", "target_accept", "seed",
     "timeout_s",
 }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A study on one dataset: ``method`` fitted once per value of its option ``option``."""
+
+    method: str
+    option: str
+    values: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -151,6 +171,7 @@ class DatasetEntry:
     variant: str | None = None
     image: bool = False
     timeout_s: float | None = None
+    sweep: Sweep | None = None
 
     def limits(self) -> dict[str, Any]:
         """The loader keywords given (``max_train``, ``max_test``, and ``image`` when true)."""
@@ -213,7 +234,7 @@ class Suite:
         for entry, split in self._splits(max_splits, data_dir):
             for method in self.methods:
                 for backend in self.backends:
-                    out.extend(self._cell(entry, split, method, backend) or [])
+                    out.extend(self._cells(entry, split, method, backend))
         if only:
             out = [c for c in out if all(_selected(c, k, v) for k, v in only.items() if v)]
         return out
@@ -288,11 +309,35 @@ class Suite:
             variant=entry.variant,
         )
 
-    def _cell(
-        self, entry: DatasetEntry, split: int, method: str, backend: str
-    ) -> list[Cell] | None:
+    def _cells(self, entry: DatasetEntry, split: int, method: str, backend: str) -> list[Cell]:
+        """The cells of (``entry``, ``split``, ``method``, ``backend``): one per seed, or for a
+        sweep one per swept value at the suite's first seed (none for another method)."""
         if method in entry.exclude or f"{method}.{backend}" in entry.exclude:
-            return None
+            return []
+        sweep = entry.sweep
+        if sweep is None:
+            return self._cell(entry, split, method, backend, self.seeds)
+        if method != sweep.method:
+            return []
+        return [
+            cell
+            for value in sweep.values
+            for cell in self._cell(
+                entry, split, method, backend, self.seeds[:1], (sweep.option, value)
+            )
+        ]
+
+    def _cell(
+        self,
+        entry: DatasetEntry,
+        split: int,
+        method: str,
+        backend: str,
+        seeds: tuple[int, ...],
+        swept: tuple[str, float] | None = None,
+    ) -> list[Cell]:
+        """One cell per seed, its options merged in order; ``swept`` (an option and its value)
+        overrides them all and marks the cells as a sweep's."""
         options: dict[str, Any] = {}
         for layer in (
             self.methods[method],
@@ -301,6 +346,8 @@ class Suite:
             entry.options.get(f"{method}.{backend}", {}),
         ):
             options.update({k: v for k, v in layer.items() if not isinstance(v, dict)})
+        if swept is not None:
+            options[swept[0]] = swept[1]
         note = options.pop("budget_note", None)
         return [
             Cell(
@@ -316,8 +363,9 @@ class Suite:
                 timeout_s=self.timeout_s if entry.timeout_s is None else entry.timeout_s,
                 budget_note=note,
                 variant=entry.variant,
+                sweep=None if swept is None else swept[0],
             )
-            for seed in self.seeds
+            for seed in seeds
         ]
 
 
@@ -399,9 +447,10 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
     for entry in suite.datasets:
         for method in suite.methods:
             for backend in dict.fromkeys([*backends, *named]):
-                cell = next(iter(suite._cell(entry, 0, method, backend) or []), None)
-                if cell is not None:
-                    what = f"{where}: {cell.dataset} {cell.method} on {cell.backend}"
+                cells = suite._cells(entry, 0, method, backend)
+                # Cells differ in their seed only, or in a sweep's value: each value is checked.
+                for cell in cells if entry.sweep else cells[:1]:
+                    what = f"{where}: {cell.label} {cell.method} on {cell.backend}"
                     check_options(what, cell.method, cell.backend, cell.options)
     return suite
 
@@ -487,6 +536,7 @@ def _parse_dataset(
         raise SuiteError(f"{loc}: exclude must be a list of strings, got {exclude!r}")
     for key in [*exclude, *options]:
         _method_key(loc, key, methods)
+    sweep = _parse_sweep(f"{loc} sweep", table.get("sweep"), methods, exclude, options)
     limits = {
         key: None if table.get(key) is None else check_int(loc, table, key, 0, minimum=1)
         for key in ("max_train", "max_test")
@@ -501,8 +551,67 @@ def _parse_dataset(
         variant=variant,
         image=image,
         timeout_s=None if "timeout_s" not in table else check_timeout(loc, table),
+        sweep=sweep,
         **limits,
     )
+
+
+def _parse_sweep(
+    loc: str,
+    raw: Any,
+    methods: Mapping[str, Any],
+    exclude: list[str],
+    options: Mapping[str, Any],
+) -> Sweep | None:
+    """A dataset's ``sweep`` table: a method of the suite, an option name and distinct finite
+    numbers (they join the cell ids); the dataset's ``exclude`` and ``options`` may name only
+    that method, and not set the swept option. Each value is checked by the method's options
+    class with the rest of the suite."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise SuiteError(
+            f'{loc}: must be a table such as {{ method = "svi", option = "kl_weight", '
+            f"values = [1.0, 0.1] }}, got {raw!r}"
+        )
+    check_keys(loc, raw, _SWEEP_KEYS)
+    missing = sorted(_SWEEP_KEYS - set(raw))
+    if missing:
+        raise SuiteError(f"{loc}: missing keys {missing}")
+    method, option = raw["method"], raw["option"]
+    if not isinstance(method, str) or method not in methods:
+        raise SuiteError(f"{loc}: method {method!r} is no method of this suite ({list(methods)})")
+    if not isinstance(option, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", option):
+        raise SuiteError(
+            f"{loc}: option must be an option name (lower-case letters, digits and "
+            f"underscores: it joins the cell ids), got {option!r}"
+        )
+    values = check_list(loc, raw, "values", ())
+    if not values or any(
+        isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+        for v in values
+    ):
+        raise SuiteError(
+            f"{loc}: values must be a non-empty list of finite numbers (they join the cell "
+            f"ids), got {values!r}"
+        )
+    others = sorted(k for k in [*exclude, *options] if k.partition(".")[0] != method)
+    if others:
+        raise SuiteError(
+            f"{loc}: a sweep fits {method!r} alone, so exclude and options may name only "
+            f"{method!r} (options) and {method}.<backend>; got {others}"
+        )
+    if method in exclude:
+        raise SuiteError(
+            f"{loc}: exclude names the swept method {method!r} itself; exclude a backend "
+            f"({method}.<backend>) or drop the sweep"
+        )
+    setting = sorted(k for k, table in options.items() if option in table)
+    if setting:
+        raise SuiteError(
+            f"{loc}: options {setting} set {option!r}, which the sweep sets to each of its values"
+        )
+    return Sweep(method=method, option=option, values=tuple(values))
 
 
 def _check_inputs(loc: str, model: Mapping[str, Any], image: bool) -> None:

@@ -7,6 +7,8 @@ gives the same points on every machine and numpy version with the same ``Generat
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ppl_bnn.data.prepare import RawData, split_generator
@@ -32,6 +34,13 @@ def sine_function(x: np.ndarray) -> np.ndarray:
 def gap_function(x: np.ndarray) -> np.ndarray:
     """The noise-free gap set's mean: ``cos(4 x + 0.8)``."""
     return np.cos(4.0 * x + 0.8)
+
+
+#: Each synthetic set's noise-free mean (the truth its targets scatter around) and its formula.
+TRUE_MEANS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "sine": (sine_function, "10 sin(2πx)"),
+    "gap": (gap_function, "cos(4x + 0.8)"),
+}
 
 
 def sine(split: int) -> RawData:

@@ -17,6 +17,8 @@ import logging
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from ppl_bnn.files import write_atomic
 from ppl_bnn.report.build import build_document
 from ppl_bnn.report.html import render_html
@@ -35,8 +37,11 @@ __all__ = ["SuiteResults", "load_results", "render_report", "results_csv"]
 
 
 def results_csv(results: SuiteResults) -> str:
-    """One row per cell: ids, status, error, budget note, config, every metric, timings."""
-    return results.cells.to_csv(index=False)
+    """One row per cell (a study's cells last, with the option they sweep in ``sweep``): ids,
+    status, error, budget note, config, every metric, timings."""
+    if results.sweeps.empty:
+        return results.cells.to_csv(index=False)
+    return pd.concat([results.cells, results.sweeps], ignore_index=True).to_csv(index=False)
 
 
 def _write(path: Path, data: str | bytes) -> None:

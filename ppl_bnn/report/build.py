@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ppl_bnn.methods import method_names
-from ppl_bnn.report import figures, refusal, stats, tables
+from ppl_bnn.report import figures, refusal, stats, sweeps, tables
 from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.document import (
     BulletList,
@@ -87,6 +87,7 @@ def build_document(results: SuiteResults) -> Document:
     ]
     sections += [dataset_section(b, d) for d in results.datasets()]
     sections += [
+        studies_section(b),
         mcmc_section(b),
         loo_section(b),
         backends_section(b),
@@ -139,8 +140,11 @@ def overview(b: _Builder) -> Section:
     results = b.results
     cells = results.cells
     section = Section("Overview", "overview")
+    study = _study_note(results)
     if cells.empty:
-        section.blocks.append(Paragraph.of("This results folder holds no cell records yet."))
+        held = "no cell records yet" if study is None else "no contestant's cells"
+        section.blocks.append(Paragraph.of(f"This results folder holds {held}."))
+        _add(section.blocks, study)
         return section
     status = cells["status"].value_counts()
     methods = sorted(cells["method"].unique(), key=method_key)
@@ -154,11 +158,14 @@ def overview(b: _Builder) -> Section:
         text += f"; the suite ran for {wall / 60:.1f} minutes"
     text += ". Every number below is computed from the stored records and netCDF files."
     section.blocks.append(Paragraph.of(text))
-    if results.references:
-        converged = sum(bool(e.converged) for e in results.references.values())
+    _add(section.blocks, study)
+    # A study's dataset has no reference by design: only the contestants' count.
+    references = [e for (d, _), e in results.references.items() if d in results.datasets()]
+    if references:
+        converged = sum(bool(e.converged) for e in references)
         section.blocks.append(
             Paragraph.of(
-                f"Reference posteriors: {converged} of {len(results.references)} (dataset, "
+                f"Reference posteriors: {converged} of {len(references)} (dataset, "
                 "split) pairs have a converged one (see ",
                 Link("Against the reference posterior", "#reference"),
                 ").",
@@ -188,6 +195,18 @@ def overview(b: _Builder) -> Section:
     if budget is not None:
         section.children.append(Section("Reduced budgets", "budgets", [budget]))
     return section
+
+
+def _study_note(results: SuiteResults) -> Paragraph | None:
+    """The overview's line on the study cells, which it does not count with the others."""
+    if results.sweeps.empty:
+        return None
+    return Paragraph.of(
+        f"Besides, {_count(len(results.sweeps), 'study cell')} (one method over one option's "
+        "values, not counted with the others): see ",
+        Link("Studies", f"#{sweeps.ANCHOR}"),
+        ".",
+    )
 
 
 def how_to_read(results: SuiteResults) -> Section:
@@ -262,6 +281,23 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
     if cost is not None:
         section.children.append(Section("Time and cost", slug(dataset, "cost"), [cost]))
     section.children = [c for c in section.children if not c.is_empty()]
+    return section
+
+
+def studies_section(b: _Builder) -> Section | None:
+    """Each study (a suite's ``sweep``) apart from the contestants: what it fits, its figure
+    and its table."""
+    results = b.results
+    found = b.safe("studies", sweeps.studies, results) or []
+    if not found:
+        return None
+    section = Section("Studies", sweeps.ANCHOR, [Paragraph.of(sweeps.INTRO)])
+    for study in found:
+        blocks: list[Any] = []
+        _add(blocks, b.safe(f"{study.title}: description", sweeps.describe, study))
+        _add(blocks, b.safe(f"{study.title}: figure", sweeps.sweep_figure, results, study))
+        _add(blocks, b.safe(f"{study.title}: table", sweeps.sweep_table, results, study))
+        section.children.append(Section(study.title, study.anchor, blocks))
     return section
 
 

@@ -106,6 +106,11 @@ def _label(config: Mapping[str, Any]) -> Any:
     return dataset_label(dataset, config.get("variant")) if dataset is not None else None
 
 
+def is_study(record: Mapping[str, Any]) -> bool:
+    """Whether a cell record is a point of a study (a suite's ``sweep``), not a contestant."""
+    return (record.get("config") or {}).get("sweep") is not None
+
+
 def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str], list[str]]:
     """One row per record: ids, status, error, budget note, config, metrics, timings.
 
@@ -137,6 +142,8 @@ def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, lis
             "started_at": rec.get("started_at"),
             "finished_at": rec.get("finished_at"),
         }
+        if config.get("sweep") is not None:
+            row["sweep"] = config["sweep"]
         for group in ("model", "data", "options"):
             for key, value in sorted((config.get(group) or {}).items()):
                 row[f"{group}.{key}"] = _cell_value(value)
@@ -149,7 +156,8 @@ def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, lis
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return frame, [], []
+        # The identity columns even so: a suite whose only cells are a study's has none else.
+        return pd.DataFrame(columns=[*ID_COLUMNS, "status"]), [], []
     metrics = list(metric_names)
     timings = list(timing_names)
     time_cols = [f"time_{t}" for t in timings]
@@ -252,8 +260,11 @@ class SuiteResults:
     Attributes:
         results_dir: The suite's results folder.
         suite: ``suite.json`` contents ({} when the file is missing).
-        records: Cell records, sorted by cell id.
-        cells: One row per cell (see :func:`cells_frame`).
+        records: Cell records, sorted by cell id (study cells included).
+        cells: One row per cell (see :func:`cells_frame`), the contestants only: every table,
+            ranking and per-dataset figure reads this.
+        sweeps: One row per cell of a study (a suite's ``sweep``; its ``sweep`` column names
+            the swept option), kept out of ``cells``; shown only in the report's studies.
         metric_names: Metric columns of ``cells``, in first-seen order.
         timing_names: Timing keys; their columns are ``time_<key>``.
         references: Reference posteriors by (dataset, split) (see :class:`ReferenceEntry`).
@@ -271,6 +282,7 @@ class SuiteResults:
     references: dict[tuple[str, int], ReferenceEntry] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    sweeps: pd.DataFrame = field(default_factory=pd.DataFrame)
     _by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -498,10 +510,11 @@ def load_results(results_dir: str | Path) -> SuiteResults:
     if not records:
         logger.warning("no cell records under %s", root / "cells")
     _stale_cells(suite, records, problems)
-    frame, metrics, timings = cells_frame(records)
+    frame, metrics, timings = cells_frame(r for r in records if not is_study(r))
+    sweeps, _, _ = cells_frame(r for r in records if is_study(r))
     references = read_references(root, problems)
     results = SuiteResults(
-        root, suite, records, frame, metrics, timings, references, problems, attempts
+        root, suite, records, frame, metrics, timings, references, problems, attempts, sweeps
     )
     for problem in problems:
         logger.warning("%s: %s", root, problem)

@@ -35,6 +35,7 @@ from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import ReferenceEntry, SuiteResults, backend_key, method_key
 from ppl_bnn.report.ranking import Group, Ranking, eligible_groups, flagged, rank, reduced
 from ppl_bnn.report.stats import WITH_METRICS
+from ppl_bnn.report.sweeps import summary_note
 
 #: A sampler's chains count as converged when the largest R-hat of its test predictions is at
 #: most this (the reference posterior's gate; Vehtari et al. 2021).
@@ -373,5 +374,8 @@ def summary_section(results: SuiteResults) -> Section:
             "(otherwise the tie), and what went wrong."
         )
     )
+    note = summary_note(results)
+    if note is not None:
+        section.blocks.append(note)
     section.children = [dataset_summary(results, d) for d in results.datasets()]
     return section

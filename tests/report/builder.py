@@ -3,7 +3,9 @@
 Cells: a 1-D regression set ``sine`` (svi on Pyro, map on both backends, a 3-member ensemble and
 NUTS with two chains on NumPyro; a failed Pyro NUTS cell with a budget note, a diverged SGLD cell
 without files, and a second split of svi.pyro with known metrics) and a 3-class set ``blobs``
-(svi on Pyro, splits 0 and 1). The map cell on Pyro is flagged as unusable. Sine's test set is
+(svi on Pyro, splits 0 and 1). A study, ``sine/beta``: svi's ``kl_weight`` swept over
+:data:`STUDY_BETAS` on both backends, its predictions written by hand (no fit; the one at the
+smallest beta on Pyro failed). The map cell on Pyro is flagged as unusable. Sine's test set is
 split into two regions (``|x| <= 0.5`` "near zero", the rest "far"). References: sine split 0 has
 a short NUTS reference (seed 1) that failed its gate, blobs split 0 an SVI stand-in marked
 converged, and blobs split 1 is infeasible. Metrics are computed here by hand, so the report is
@@ -26,6 +28,7 @@ from scipy.stats import norm
 from ppl_bnn import BNN, FitResult, fit, metrics
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
+from ppl_bnn.data.synthetic import sine_function
 from ppl_bnn.predictive import predictive_at
 
 SUITE = "tiny"
@@ -33,6 +36,10 @@ FAILED_MESSAGE = "Pyro NUTS blew up at warmup step 3"
 TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: boom <&>'
 BUDGET_NOTE = "Pyro NUTS costs ~1 ms per gradient: num_warmup cut from 50 to 20"
 NOMINAL = np.round(np.arange(0.05, 1.0, 0.05), 2)
+#: The study's swept ``kl_weight`` values, and its epistemic std at each (the same everywhere on
+#: the grid, so the report's mean over the training range is known).
+STUDY_BETAS = (1.0, 0.01)
+STUDY_EPISTEMIC = {1.0: 2.5, 0.01: 0.25}
 
 
 def _sine(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -397,8 +404,54 @@ def build(root: Path) -> dict[str, Cell]:
         record["metrics"]["accuracy"] = 0.5
 
     copy_cell(root, c, cells["blobs_svi_1"], blobs_split)
+    cells.update(write_study(root))
     write_suite(root, list(cells.values()))
     return cells
+
+
+def write_study(root: Path) -> dict[str, Cell]:
+    """The ``sine/beta`` study: svi at each of :data:`STUDY_BETAS` on both backends, with grid
+    predictions made by hand around the sine set's truth; Pyro's smallest beta failed."""
+    rng = np.random.default_rng(7)
+    x_train = rng.uniform(-0.5, 0.5, size=16)
+    y_train = sine_function(x_train) + rng.normal(size=16)
+    grid = np.linspace(-1.5, 1.5, 61)
+    out = {}
+    for backend in ("numpyro", "pyro"):
+        for beta in STUDY_BETAS:
+            cell = Cell(
+                SUITE, "sine", 0, "svi", backend, 0, model={"hidden": [4, 4]},
+                options={"num_steps": 100, "kl_weight": beta}, variant="beta", sweep="kl_weight",
+            )  # fmt: skip
+            out[f"study_{backend}_{beta}"] = cell
+            folder = root / "cells" / cell.cell_id
+            if backend == "pyro" and beta == min(STUDY_BETAS):
+                error = {"type": "RuntimeError", "message": "boom", "traceback": TRACEBACK}
+                write_record(folder, _record(cell, status="failed", error=error))
+                continue
+            epistemic = np.full_like(grid, STUDY_EPISTEMIC[beta])
+            data = {
+                "grid_x": (("grid",), grid),
+                "grid_mean": (("grid",), 0.9 * sine_function(grid)),
+                "grid_std": (("grid",), np.sqrt(epistemic**2 + 1.0)),
+                "grid_epistemic_std": (("grid",), epistemic),
+                "train_x": (("train",), x_train),
+                "train_y": (("train",), y_train),
+            }
+            folder.mkdir(parents=True)
+            xr.Dataset(data).to_netcdf(folder / PREDICTIONS_FILE, engine="h5netcdf")
+            scores = {
+                "test_ll": -2.0 - beta,
+                "rmse": 1.5 + beta,
+                "epistemic_std_in": STUDY_EPISTEMIC[beta],
+                "epistemic_std_out": 2 * STUDY_EPISTEMIC[beta],
+            }
+            record = _record(
+                cell, metrics=scores, timings={"total": 4.0, "compile": 1.5}, regions=REGIONS,
+                files={"predictions": PREDICTIONS_FILE},
+            )  # fmt: skip
+            write_record(folder, record)
+    return out
 
 
 def subset(src: Path, dst: Path, keep: Callable[[dict], bool], references: bool = False) -> Path:

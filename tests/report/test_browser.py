@@ -197,6 +197,24 @@ def test_every_image_is_decoded(report: Opened) -> None:
     assert bad == []
 
 
+def test_the_studys_figure_is_shown_inside_the_window_and_the_summary_links_to_it(
+    report: Opened,
+) -> None:
+    page = report.page
+    shown = page.evaluate(
+        "(() => { const img = document.querySelector('#studies figure img');"
+        " const r = img.getBoundingClientRect();"
+        " return [img.naturalWidth, r.width, r.height, r.left, r.right]; })()"
+    )
+    natural, width, height, left, right = shown
+    assert natural > 0 and width > 0 and height > 0
+    assert left >= 0 and right <= VIEWPORT["width"]
+    page.click("#summary a[href='#studies']")
+    page.wait_for_function("location.hash === '#studies'")
+    top = page.evaluate("document.querySelector('#studies').getBoundingClientRect().top")
+    assert abs(top) < VIEWPORT["height"] / 2
+
+
 def test_summary_is_the_first_section(report: Opened) -> None:
     titles = report.page.evaluate(
         "[...document.body.querySelectorAll('h2')].filter(h => !h.closest('nav'))"

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from ppl_bnn import metrics
+from ppl_bnn.bench.cell import dataset_label
 from ppl_bnn.bench.record import read_records
 from ppl_bnn.report import fidelity, fmt, load_results, stats
 from tests.report.helpers import row, section, tables
@@ -25,8 +26,10 @@ def test_csv_has_one_row_per_cell_with_the_stored_numbers(report_dir: Path, resu
     for record in records:
         got = frame.loc[record["cell_id"]]
         assert got["status"] == record["status"]
-        for key in ("dataset", "method", "backend"):
-            assert got[key] == record["config"][key]
+        config = record["config"]
+        assert got["dataset"] == dataset_label(config["dataset"], config.get("variant"))
+        for key in ("method", "backend"):
+            assert got[key] == config[key]
         assert got["split"] == record["config"]["split"]
         for name, value in record["metrics"].items():
             if value is None:
