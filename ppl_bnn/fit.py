@@ -29,9 +29,9 @@ def fit(
 
     Args:
         model: A :class:`~ppl_bnn.BNN` (spec plus training data).
-        method: ``"svi"``, ``"lowrank"``, ``"fullrank"``, ``"map"``, ``"laplace"``,
-            ``"ensemble"``, ``"nuts"``, ``"hmc"``, ``"sgld"``, ``"sghmc"``, ``"csgld"`` or
-            ``"csghmc"`` (see :func:`ppl_bnn.available_methods`).
+        method: ``"svi"``, ``"lowrank"``, ``"fullrank"``, ``"map"``, ``"laplace"``, ``"swag"``,
+            ``"ensemble"``, ``"multiswag"``, ``"nuts"``, ``"hmc"``, ``"sgld"``, ``"sghmc"``,
+            ``"csgld"`` or ``"csghmc"`` (see :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
         seed: Non-negative integer; the same seed gives the same draws on CPU.
         **options: Method options, e.g. ``num_steps`` for SVI or ``num_warmup`` for NUTS; an

@@ -19,10 +19,12 @@ from ppl_bnn.methods import (
     laplace,
     lowrank,
     map_estimate,
+    multiswag,
     nuts,
     sghmc,
     sgld,
     svi,
+    swag,
 )
 from ppl_bnn.methods.base import Family, Method, option_backends
 
@@ -38,8 +40,10 @@ METHODS: tuple[Method, ...] = (
     lowrank.METHOD,
     fullrank.METHOD,
     laplace.METHOD,
+    swag.METHOD,
     map_estimate.METHOD,
     ensemble.METHOD,
+    multiswag.METHOD,
 )
 
 _BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

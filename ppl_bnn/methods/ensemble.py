@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,28 +40,38 @@ class EnsembleOptions(map_estimate.MAPOptions):
 
 
 def run(name: str, target: Target, options: EnsembleOptions, seed: int) -> RunOutput:
-    """K ``map`` fits on the target's backend, their modes as K draws of one chain.
+    """K ``map`` fits on the target's backend, their modes as K draws of one chain (see
+    :func:`ensemble_of`)."""
+    return ensemble_of(
+        map_estimate.METHOD, options.member_options(), options.num_members, name, target, seed
+    )
+
+
+def ensemble_of(
+    member: Method, member_options: Any, num_members: int, name: str, target: Target, seed: int
+) -> RunOutput:
+    """``num_members`` fits of ``member`` on the target's backend, each with its own child
+    seed, their draws concatenated along one chain.
 
     A member that diverges (:class:`~ppl_bnn.methods.base.DivergedError`) is left out: the
     members that stayed finite are returned, marked diverged (``info``: ``diverged_at_step``
     per member, ``members_diverged``); when none did, the ensemble raises.
     """
-    run_map = map_estimate.METHOD.runner(target.backend)
-    member_options = options.member_options()
+    run_member = member.runner(target.backend)
     members: list[RunOutput] = []
     failures: dict[int, DivergedError] = {}
-    for k in range(options.num_members):
+    for k in range(num_members):
         try:
             member_seed = child_seed(seed, f"{name}_member{k}")
-            members.append(run_map(map_estimate.METHOD.name, target, member_options, member_seed))
+            members.append(run_member(member.name, target, member_options, member_seed))
         except DivergedError as err:
             failures[k] = err
-    steps = [failures[k].step if k in failures else None for k in range(options.num_members)]
+    steps = [failures[k].step if k in failures else None for k in range(num_members)]
     if failures:
         first = next(iter(failures.values()))
         sites = sorted({site for err in failures.values() for site in err.sites})
         breakdown = DivergedError(
-            f"{name.upper()} diverged in {len(failures)} of its {options.num_members} members "
+            f"{name.upper()} diverged in {len(failures)} of its {num_members} members "
             f"(the first: {first})",
             method=name,
             step=steps,
@@ -77,7 +88,7 @@ def run(name: str, target: Target, options: EnsembleOptions, seed: int) -> RunOu
         phase: float(sum(m.timings[phase] for m in members))
         for phase in ("compile", "warmup", "sampling")
     }
-    info = {**members[0].info, "num_members": options.num_members}
+    info = {**members[0].info, "num_members": num_members}
     if "learned_prior" in info:  # each member fits its own hyperparameters
         info["learned_prior"] = [m.info["learned_prior"] for m in members]
     if failures:

@@ -176,6 +176,11 @@ class SGMCMCOptions:
     def num_steps(self) -> int:
         return self.num_burnin + self.num_blocks * self.thinning
 
+    def initial_positions(self, model: BNN, seed: int, name: str) -> list[dict[str, np.ndarray]]:
+        """Each chain's unconstrained start: one prior draw per chain
+        (:func:`initial_positions`)."""
+        return initial_positions(model, self.num_chains, seed, name)
+
     def kept_blocks(self) -> np.ndarray:
         """Per block, whether its last position is a kept draw: all but the cyclical schedule's
         exploration blocks."""

@@ -15,7 +15,6 @@ from ppl_bnn.methods.sgmcmc import (
     SGMCMCOptions,
     batch_schedules,
     finish,
-    initial_positions,
     site_arrays,
     site_fields,
 )
@@ -92,7 +91,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         return lax.scan(draw, carry, (jax.random.split(key, options.num_blocks), idx))
 
     chains = options.num_chains
-    starts = initial_positions(target.model, chains, seed, name)
+    starts = options.initial_positions(target.model, seed, name)
     position = {k: jnp.stack([jnp.asarray(s[k]) for s in starts]) for k in starts[0]}
     state = jax.vmap(init)(position)._replace(step=jnp.zeros((chains,), jnp.int32))
     carry = (

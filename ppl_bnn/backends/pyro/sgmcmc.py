@@ -15,7 +15,6 @@ from ppl_bnn.methods.sgmcmc import (
     batch_schedules,
     completed_blocks,
     finish,
-    initial_positions,
     site_arrays,
 )
 from ppl_bnn.seeding import child_seed
@@ -35,7 +34,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     n = target.num_data
     batch = options.resolved_batch_size(n)
     init, step = options.kernel()
-    starts = initial_positions(target.model, options.num_chains, seed, name)
+    starts = options.initial_positions(target.model, seed, name)
     start = now()
     potential = FlatPotential(
         spec, x[:batch], y[:batch], likelihood_scale=n / batch,
