@@ -88,7 +88,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.backends import BACKENDS
-from ppl_bnn.bench.cell import Cell, merge_model
+from ppl_bnn.bench.cell import Cell, merge_model, weight_prior
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
 from ppl_bnn.bench.schema import (
     SuiteError,
@@ -105,7 +105,7 @@ from ppl_bnn.bench.schema import (
 )
 from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
-from ppl_bnn.methods import available
+from ppl_bnn.methods import available, get_method
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.reference import ReferenceSettings
 
@@ -452,7 +452,24 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
                 for cell in cells if entry.sweep else cells[:1]:
                     what = f"{where}: {cell.label} {cell.method} on {cell.backend}"
                     check_options(what, cell.method, cell.backend, cell.options)
+                    _check_learned_prior(what, cell)
     return suite
+
+
+def _check_learned_prior(where: str, cell: Cell) -> None:
+    """``SuiteError`` when the cell's prior is learned and its method cannot fit it (as
+    :func:`ppl_bnn.fit` would refuse in the worker)."""
+    table = cell.model.get("prior")
+    if table is None:
+        return
+    priors = weight_prior(table)
+    learned = any(p.learned for p in (priors if isinstance(priors, list) else [priors]))
+    if learned and not get_method(cell.method, cell.backend).learns_hyperparameters:
+        raise SuiteError(
+            f"{where}: the prior is learned (learned = true), which {cell.method} cannot fit "
+            f"(it samples or approximates a fixed prior); exclude {cell.method!r} for this "
+            "dataset or give the prior learned = false"
+        )
 
 
 def _parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:

@@ -223,6 +223,26 @@ def test_bad_suites(changes: dict, match: str) -> None:
         parse_suite(_suite(**changes))
 
 
+LEARNED_MIXTURE = {
+    "kind": "scale_mixture", "pi": 0.2, "sigma1": 1.0, "sigma2": 0.1, "learned": True,
+}  # fmt: skip
+
+
+def test_a_learned_prior_with_a_method_that_cannot_fit_it_is_refused_when_read() -> None:
+    datasets = [{"name": "sine", "model": {"prior": LEARNED_MIXTURE}}]
+    with pytest.raises(
+        SuiteError,
+        match=r"sine nuts on numpyro: the prior is learned \(learned = true\), which nuts "
+        r"cannot fit .*exclude 'nuts' for this dataset",
+    ):
+        parse_suite(_suite(datasets=datasets))
+    # Excluded where it cannot learn it, the suite is valid; a fixed mixture suits every method.
+    excluded = [{**datasets[0], "exclude": ["nuts"]}]
+    assert {c.method for c in parse_suite(_suite(datasets=excluded)).cells()} == {"svi"}
+    fixed = [{"name": "sine", "model": {"prior": {**LEARNED_MIXTURE, "learned": False}}}]
+    assert {c.method for c in parse_suite(_suite(datasets=fixed)).cells()} == {"svi", "nuts"}
+
+
 def test_a_dataset_timeout_overrides_the_suites_for_its_cells_only() -> None:
     datasets = [{"name": "sine", "timeout_s": 7200}, {"name": "gap"}]
     suite = parse_suite(_suite(datasets=datasets))
