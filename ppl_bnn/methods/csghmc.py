@@ -13,21 +13,13 @@ from dataclasses import dataclass
 
 from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.methods.sghmc import SGHMCOptions
-from ppl_bnn.methods.sgmcmc import check_cyclical
+from ppl_bnn.methods.sgmcmc import CyclicalOptions
 
 
 @dataclass(frozen=True, kw_only=True)
-class CSGHMCOptions(SGHMCOptions):
-    """Options of ``fit(..., method="csghmc")``: those of SGHMC with the cyclical schedule (the
-    defaults' step count as :class:`~ppl_bnn.methods.csgld.CSGLDOptions`)."""
-
-    schedule: str = "cyclical"
-    num_burnin: int = 0
-    num_samples: int = 200
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_cyclical(self)
+class CSGHMCOptions(CyclicalOptions, SGHMCOptions):
+    """Options of ``fit(..., method="csghmc")``: those of SGHMC with the defaults of
+    :class:`~ppl_bnn.methods.sgmcmc.CyclicalOptions`."""
 
 
 METHOD = Method(

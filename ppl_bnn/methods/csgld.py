@@ -13,25 +13,13 @@ from dataclasses import dataclass
 
 from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.methods.sgld import SGLDOptions
-from ppl_bnn.methods.sgmcmc import check_cyclical
+from ppl_bnn.methods.sgmcmc import CyclicalOptions
 
 
 @dataclass(frozen=True, kw_only=True)
-class CSGLDOptions(SGLDOptions):
-    """Options of ``fit(..., method="csgld")``: those of SGLD with the cyclical schedule.
-
-    The defaults, 4 cycles keeping 50 draws each every 10 steps after 2,000 exploration steps,
-    take 10,000 steps, about as many as ``sgld``'s defaults; ``step_size`` is the step size at
-    the start of each cycle, the largest.
-    """
-
-    schedule: str = "cyclical"
-    num_burnin: int = 0
-    num_samples: int = 200
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_cyclical(self)
+class CSGLDOptions(CyclicalOptions, SGLDOptions):
+    """Options of ``fit(..., method="csgld")``: those of SGLD with the defaults of
+    :class:`~ppl_bnn.methods.sgmcmc.CyclicalOptions`."""
 
 
 METHOD = Method(

@@ -197,13 +197,25 @@ class SGMCMCOptions:
         return check_batch_size(self.batch_size, num_data)
 
 
-def check_cyclical(options: SGMCMCOptions) -> None:
-    """``ValueError`` unless ``options`` (of a cyclical method) take the cyclical schedule."""
-    if options.schedule != "cyclical":
-        raise ValueError(
-            f"a cyclical method takes schedule 'cyclical' only, got {options.schedule!r} "
-            "(sgld and sghmc take the other schedules)"
-        )
+@dataclass(frozen=True, kw_only=True)
+class CyclicalOptions(SGMCMCOptions):
+    """The defaults of the cyclical methods (``csgld``, ``csghmc``), put before their base
+    method's options (``class CSGLDOptions(CyclicalOptions, SGLDOptions)``): the cyclical
+    schedule, which they alone take, no burn-in, and 200 draws. With ``num_cycles=4``,
+    ``thinning=10`` and ``exploration=0.8`` that is 10,000 steps, about as many as the defaults
+    of ``sgld``; ``step_size`` is the step size at the start of each cycle, the largest."""
+
+    schedule: str = "cyclical"
+    num_burnin: int = 0
+    num_samples: int = 200
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.schedule != "cyclical":
+            raise ValueError(
+                f"a cyclical method takes schedule 'cyclical' only, got {self.schedule!r} "
+                "(sgld and sghmc take the other schedules)"
+            )
 
 
 def step_size_schedule(
