@@ -27,7 +27,7 @@ class SVIOptions(GaussianGuideOptions):
             and the held-out log-likelihood when ``fit`` is given ``validation=``), stored in
             ``info["training_curve"]``. ``None`` (default): every ``num_steps // 50`` steps
             when a validation set is given, no curve otherwise; 0: no curve. Each checkpoint
-            costs 10 forward passes over the validation set.
+            costs 5 forward passes over at most 500 validation points.
     """
 
     curve_every: int | None = None

@@ -73,7 +73,7 @@ def run_steps(
     outputs = []
     for c in range(chunks):
         part = jax.tree.map(lambda a, c=c: a[c], parts)
-        carry, out = compiled(carry, part, active[c])
+        carry, out = jax.block_until_ready(compiled(carry, part, active[c]))
         curve.checkpoint(*guide(carry[0]))
         outputs.append(out)
     outputs = jax.tree.map(lambda *a: jnp.concatenate(a)[:num_steps], *outputs)
