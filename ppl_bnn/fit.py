@@ -11,6 +11,7 @@ import numpy as np
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
 from ppl_bnn.methods import METHODS, get_method, make_options
+from ppl_bnn.methods.curves import validate_validation
 from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
@@ -23,7 +24,13 @@ logger = logging.getLogger(__name__)
 
 
 def fit(
-    model: BNN, method: str = "svi", *, backend: str = "numpyro", seed: int = 0, **options: Any
+    model: BNN,
+    method: str = "svi",
+    *,
+    backend: str = "numpyro",
+    seed: int = 0,
+    validation: tuple[Any, Any] | None = None,
+    **options: Any,
 ) -> FitResult:
     """Fit ``model`` by ``method`` on ``backend``.
 
@@ -34,6 +41,9 @@ def fit(
             ``"csgld"`` or ``"csghmc"`` (see :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
         seed: Non-negative integer; the same seed gives the same draws on CPU.
+        validation: Held-out ``(x_val, y_val)``, checked as the training data are, for a method
+            that records training curves (``svi``): its held-out log-likelihood is recorded at
+            each checkpoint (:mod:`ppl_bnn.methods.curves`). It is never used to fit.
         **options: Method options, e.g. ``num_steps`` for SVI or ``num_warmup`` for NUTS; an
             unknown name raises an error listing the valid ones, and an option that only
             another backend reads (Pyro's ``potential``, ``update``, ``jit``) an error naming
@@ -45,9 +55,13 @@ def fit(
         ensemble members that stayed finite), ``info["diverged"]`` is True and
         ``diverged_at_step``, ``diverged_sites`` and ``diverged_cause`` say where and why.
         With a learned prior, ``info["learned_prior"]`` holds its fitted hyperparameters (one
-        dict per member for ``ensemble``).
+        dict per member for ``ensemble``). ``svi`` records its training curve in
+        ``info["training_curve"]`` when given ``validation`` or ``curve_every``.
 
     Raises:
+        ValueError: ``validation`` for a method that records no training curve, or held-out
+            data that do not fit the model (named ``x_val`` or ``y_val``).
+        TypeError: ``validation`` that is not a pair.
         ValueError: A learned prior (``ScaleMixture(learned=True)``) with a method that cannot
             fit its hyperparameters (the samplers and ``laplace``).
         DivergedError: The method broke down numerically (a non-finite loss, draw, step or
@@ -74,11 +88,20 @@ def fit(
             f"a learned prior needs an optimisation method that fits its hyperparameters "
             f"({learners}), not {method!r}: give the prior learned=False for {method}"
         )
+    held_out = None
+    if validation is not None:
+        if not entry.records_curves:
+            recorders = ", ".join(m.name for m in METHODS if m.records_curves)
+            raise ValueError(
+                f"validation= is read by methods that record training curves ({recorders}), "
+                f"not {method!r}"
+            )
+        held_out = validate_validation(model, validation)
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.
     compilations = FitCompilations() if backend == "numpyro" else None
-    target = Target.build(backend, model)
+    target = Target.build(backend, model, held_out)
     out = entry.runner(backend)(method, target, opts, seed)
     check_finite_draws(method, out.draws, model)  # every method's last line of defence
     ll_start = now()

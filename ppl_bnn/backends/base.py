@@ -75,6 +75,8 @@ class Target:
         model: The model (spec and validated numpy data: prior draws, minibatch schedules).
         x, y: The training data as the backend's arrays.
         program: The model callable ``program(x, y=None, likelihood_scale=1.0)``.
+        validation: Held-out ``(x, y)`` as validated numpy arrays, for methods that record
+            training curves; None when not given.
     """
 
     backend: str
@@ -82,12 +84,16 @@ class Target:
     x: Any
     y: Any
     program: Callable[..., Any]
+    validation: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def build(cls, backend: str, model: BNN) -> Target:
+    def build(
+        cls, backend: str, model: BNN, validation: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> Target:
         ops = get_backend(backend)
         x, y = ops.data(model.spec, model.x, model.y)
-        return cls(backend=backend, model=model, x=x, y=y, program=ops.model(model.spec))
+        program = ops.model(model.spec)
+        return cls(backend=backend, model=model, x=x, y=y, program=program, validation=validation)
 
     @property
     def spec(self) -> BNNSpec:

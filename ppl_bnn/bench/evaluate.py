@@ -18,6 +18,7 @@ from ppl_bnn import metrics
 from ppl_bnn.data import Dataset
 from ppl_bnn.methods import get_method, make_options
 from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.methods.curves import CURVE_KEY
 from ppl_bnn.methods.sgmcmc import SGMCMCOptions
 from ppl_bnn.predictive import Prediction, predictive_at
 from ppl_bnn.results import FitResult
@@ -278,6 +279,23 @@ def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
     out.curves["pruning"] = curve
 
 
+def _training(result: FitResult, data: Dataset, out: Evaluation) -> None:
+    """The fit's training curve (:mod:`ppl_bnn.methods.curves`) as ``curves["training"]``: the
+    ELBO split per checkpoint (nats of the model's standardised targets, as the ELBO is) and the
+    held-out log-likelihood on the test set (``held_out = "test"``; the worker passes it, for
+    display only), in original units as ``test_ll`` is."""
+    curve = result.info.get(CURVE_KEY)
+    if not curve:
+        return
+    keys = ("step", "loss", "expected_log_lik", "kl", "kl_checkpoint", "kl_weight")
+    training = {k: curve[k] for k in keys if k in curve}
+    if "held_out_ll" in curve:
+        shift = np.log(data.y_std) if data.task == "regression" else 0.0
+        training["held_out_ll"] = [float(v - shift) for v in curve["held_out_ll"]]
+        training["held_out"] = "test"
+    out.curves["training"] = training
+
+
 def evaluate(result: FitResult, data: Dataset, *, stored_draws: int = STORED_DRAWS) -> Evaluation:
     """Metrics, curves and predictions of ``result`` on ``data``'s test set (original units);
     regression keeps ``stored_draws`` draws of the test predictive, thinned evenly."""
@@ -298,6 +316,7 @@ def evaluate(result: FitResult, data: Dataset, *, stored_draws: int = STORED_DRA
         out.metrics["s_per_step"] = seconds / steps
     if result.method == "svi":
         _pruning(result, data, out)
+    _training(result, data, out)
     if result.losses is not None:
         losses = np.asarray(result.losses, dtype=np.float64)
         dims = ("step",) if losses.ndim == 1 else ("member", "step")

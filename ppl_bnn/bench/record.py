@@ -6,7 +6,8 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
   determines the result: dataset, split, data limits, model, method, backend, seed, options),
   ``config_hash``, ``status`` (``ok`` / ``failed`` / ``timeout`` / ``diverged``), ``error``
   (type, message, traceback) or null, ``metrics`` (flat ``{name: float}``), ``curves`` (named lists
-  of floats for figures), ``timings`` (seconds), ``info`` (the fit's execution details),
+  of floats for figures, with scalars that label them, e.g. ``training``'s ``kl_weight``),
+  ``timings`` (seconds), ``info`` (the fit's execution details),
   ``budget_note`` (why a budget was reduced) or null, ``versions``, ``machine``, ``started_at``,
   ``finished_at`` (ISO 8601) and ``files`` (the netCDF files written);
 - ``inference_data.nc``: the fit as ArviZ InferenceData;

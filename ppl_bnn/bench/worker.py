@@ -31,6 +31,7 @@ from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.data import load_dataset
 from ppl_bnn.files import write_atomic
+from ppl_bnn.methods import get_method
 from ppl_bnn.methods.base import DivergedError, HessianError
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
@@ -65,7 +66,14 @@ def run(
             configure_runtime(torch_threads=threads)
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
         model = BNN(data.x_train, data.y_train, **model_arguments(cell.model, data))
-        result = fit(model, cell.method, backend=cell.backend, seed=cell.seed, **cell.options)
+        # The test set as the held-out set of a training curve: shown in the report only,
+        # never used to fit or to choose anything.
+        held_out = {}
+        if get_method(cell.method, cell.backend).records_curves:
+            held_out["validation"] = (data.x_test, data.y_test)
+        result = fit(
+            model, cell.method, backend=cell.backend, seed=cell.seed, **held_out, **cell.options
+        )
         evaluation = evaluate(result, data, stored_draws=cell.stored_draws)
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
         idata = result.to_arviz()

@@ -90,6 +90,8 @@ class Method:
         learns_hyperparameters: It maximises an objective over which a learned prior's
             hyperparameters can be fitted too (the ELBO or the log joint); ``fit`` refuses a
             learned prior for any other method.
+        records_curves: It records training curves (:mod:`ppl_bnn.methods.curves`), so
+            ``fit`` takes a ``validation=`` set for it.
     """
 
     name: str
@@ -101,6 +103,7 @@ class Method:
     run: Runner | None = None
     exact: bool = False
     learns_hyperparameters: bool = False
+    records_curves: bool = False
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):

@@ -86,7 +86,7 @@ def monte_carlo_kl(prior: Prior, loc: Any, scale: Any, z: Any, xp: ModuleType) -
     return log_q - prior.log_density_unconstrained(z, xp.exp, xp.log)
 
 
-def negative_elbo(
+def elbo_terms(
     spec: BNNSpec,
     estimator: str,
     loc: Mapping[str, Any],
@@ -98,8 +98,9 @@ def negative_elbo(
     observe: Observe,
     ppl: PPL,
     xp: ModuleType,
-) -> Any:
-    """One draw of the negative (beta-)ELBO of the guide ``(loc, scale)`` on the batch ``(x, y)``.
+) -> tuple[Any, Any]:
+    """One draw of the (beta-)ELBO's two terms for the guide ``(loc, scale)`` on the batch
+    ``(x, y)``: ``(KL estimate, scaled log-likelihood)``, whose difference is the loss.
 
     Random numbers are taken from ``noise`` in a fixed order (other sites, then each layer's as
     its estimator asks, then the KL's draws), so that identical noise gives the identical value
@@ -142,7 +143,7 @@ def negative_elbo(
                 z = m + s * noise.normal(site.shape)
             closed = monte_carlo_kl(site.prior, m, s, z, xp)
         kl = kl + closed
-    return kl - log_likelihood
+    return kl, log_likelihood
 
 
 def guide_draws(

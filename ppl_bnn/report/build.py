@@ -274,6 +274,9 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
     figs = Section("Figures", slug(dataset, "figures"))
     for draw in figures.DATASET_FIGURES:
         _add(figs.blocks, b.safe(f"{dataset} figure {draw.__name__}", draw, results, dataset))
+        if draw is figures.training_curves:
+            split = b.safe(f"{dataset} ELBO split", tables.training_table, results, dataset)
+            _add(figs.blocks, split)
         if draw is figures.pruning:
             _add(figs.blocks, b.safe(f"{dataset} pruning", tables.pruning_table, results, dataset))
     section.children.append(figs)

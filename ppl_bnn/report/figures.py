@@ -654,6 +654,53 @@ def pruning(results: SuiteResults, dataset: str) -> Figure | None:
     return figure_of(dataset, "pruning", fig, caption)
 
 
+def training_curves(results: SuiteResults, dataset: str) -> Figure | None:
+    """svi's training curves (``curves["training"]``): the held-out log-likelihood and the two
+    parts of the ELBO against the step, mean over splits and seeds, per backend."""
+    panels = [
+        ("held_out_ll", "held-out log-likelihood"),
+        ("expected_log_lik", "E_q[log p(y | θ)]"),
+        ("kl", "KL(q || p)"),
+    ]
+    lines = []
+    for method, backend, group in _groups(results, dataset):
+        curves = _pooled_curve(group, results, "training")
+        if curves:
+            means = {
+                key: _mean_curve([c for c in curves if key in c], "step", key) for key, _ in panels
+            }
+            lines.append((method, backend, means, curves[0].get("kl_weight")))
+    if not lines:
+        return None
+    shown = [(k, t) for k, t in panels if any(m[k] is not None for _, _, m, _ in lines)]
+    fig, axes = _grid(len(shown), ncols=3, panel=(3.3, 2.5))
+    for ax, (key, text) in zip(axes, shown, strict=True):
+        for method, backend, means, _ in lines:
+            if means[key] is None:
+                continue
+            ax.plot(
+                *means[key],
+                color=method_color(method),
+                ls=backend_linestyle(backend),
+                lw=1.1,
+                label=_title(method, backend),
+            )
+        ax.set(xlabel="step", ylabel=f"{text} (nats)")
+    axes[0].legend(fontsize=7, frameon=False)
+    betas = sorted({fmt.number(b) for *_, b in lines if b is not None})
+    caption = (
+        "Training curves of svi, mean over splits and seeds (solid NumPyro, dashed Pyro), at "
+        "regular checkpoints (every num_steps / 50 steps by default). Held-out "
+        "log-likelihood: the mean log predictive density per point from 5 guide draws at each "
+        "checkpoint, in original units, on (at most 500 points of) the test set: shown here "
+        "only, never used to fit or to choose anything. E_q[log p(y | θ)] (all training "
+        "points, the model's standardised units) and KL(q || p): the two parts of the ELBO, "
+        "each the mean of the per-step estimates since the previous checkpoint, so that the "
+        f"loss is -(E_q[log p(y | θ)] - β KL) (β = {', '.join(betas) or '1'})."
+    )
+    return figure_of(dataset, "training", fig, caption)
+
+
 #: Figures drawn for every dataset, in the order they appear.
 DATASET_FIGURES: tuple[Callable[[SuiteResults, str], Figure | None], ...] = (
     fits_1d,
@@ -663,6 +710,7 @@ DATASET_FIGURES: tuple[Callable[[SuiteResults, str], Figure | None], ...] = (
     runtime_quality,
     ood_entropy,
     loss_traces,
+    training_curves,
     weight_histograms,
     pruning,
 )

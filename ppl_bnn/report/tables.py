@@ -699,6 +699,55 @@ def _mlp_text(hidden: tuple[int, ...]) -> str:
     return f"an MLP with hidden layers of {', '.join(f'{h:,}' for h in hidden)} units"
 
 
+def training_table(results: SuiteResults, dataset: str) -> Table | None:
+    """The ELBO split at the last checkpoint of svi's training curve (``curves["training"]``),
+    mean over splits and seeds: expected log-likelihood, KL, beta and the ELBO they make."""
+    cells = results.cells[results.cells["dataset"] == dataset]
+    finals: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for _, row in cells[cells["status"].isin(("ok", "diverged"))].iterrows():
+        curve = (results.record(row["cell_id"]).get("curves") or {}).get("training")
+        if not curve or not curve.get("step"):
+            continue
+        last = {
+            k: curve[k][-1] for k in ("step", "expected_log_lik", "kl", "held_out_ll") if k in curve
+        }
+        last["kl_weight"] = curve.get("kl_weight", 1.0)
+        finals.setdefault((row["method"], row["backend"]), []).append(last)
+    if not finals:
+        return None
+
+    def mean(group: list[dict[str, float]], key: str) -> float:
+        values = [np.nan if g.get(key) is None else g[key] for g in group]
+        return float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
+
+    rows = []
+    for (method, backend), group in sorted(
+        finals.items(), key=lambda kv: (method_key(kv[0][0]), backend_key(kv[0][1]))
+    ):
+        ell, kl, beta = (mean(group, k) for k in ("expected_log_lik", "kl", "kl_weight"))
+        rows.append(
+            (
+                method,
+                backend,
+                fmt.number(mean(group, "step")),
+                fmt.number(ell),
+                fmt.number(kl),
+                fmt.number(beta),
+                fmt.number(ell - beta * kl),
+                fmt.number(mean(group, "held_out_ll")),
+            )
+        )
+    header = ("method", "backend", "step", "E_q[log lik]", "KL", "β", "ELBO", "held-out LL")
+    caption = (
+        "The ELBO split into its two parts at the last checkpoint of training, mean over splits "
+        "and seeds: E_q[log p(y | θ)] on all training points and KL(q || p), each the mean of "
+        "the per-step estimates since the previous checkpoint (nats, the model's standardised "
+        "units), the KL weight β and ELBO = E_q[log p(y | θ)] - β KL. Held-out LL: mean log "
+        "predictive density per test point (original units; test data shown for display only)."
+    )
+    return Table(header, tuple(rows), caption, (), (False, False, *(True,) * 6))
+
+
 def key_value_table(items: dict[str, Any], caption: str) -> Table | None:
     """A two-column table of names and values (nested values as JSON)."""
     if not items:

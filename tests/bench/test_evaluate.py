@@ -153,3 +153,28 @@ def test_a_fit_that_learned_nothing_is_flagged_and_a_good_one_is_not(sine) -> No
     assert not any("training" in f for f in good.flags)
     assert bad.metrics["train_ll"] < bad.metrics["baseline_train_ll"]
     assert any(f.startswith("training log-likelihood") for f in bad.flags)
+
+
+def test_training_curve_is_stored_in_original_units(sine) -> None:
+    """svi's training curve goes into curves["training"], the held-out log-likelihood (here the
+    test set, as the worker passes it) shifted to original units as test_ll is."""
+    model = BNN(sine.x_train, sine.y_train, hidden=(4,), noise="learned")
+    result = fit(
+        model,
+        "svi",
+        backend="pyro",
+        num_steps=60,
+        num_draws=10,
+        seed=1,
+        validation=(sine.x_test, sine.y_test),
+    )
+    stored = result.info["training_curve"]
+    training = evaluate(result, sine).curves["training"]
+    assert training["held_out"] == "test"
+    assert training["step"] == stored["step"] == list(range(1, 61))
+    np.testing.assert_allclose(
+        training["held_out_ll"], np.asarray(stored["held_out_ll"]) - np.log(sine.y_std)
+    )
+    for key in ("loss", "expected_log_lik", "kl", "kl_checkpoint", "kl_weight"):
+        assert training[key] == stored[key]
+    assert "training" not in evaluate(fit(model, "map", backend="pyro", num_steps=5), sine).curves

@@ -190,3 +190,27 @@ def test_number_formatting() -> None:
     assert fmt.mean_se(-2.5, float("nan")) == "-2.50"
     assert fmt.mean_se(1e-5, 3e-7) == "1.00e-05 ± 3.0e-07"
     assert fmt.ratio(12.345) == "12.3\u00d7"
+
+
+def test_elbo_split_is_the_last_checkpoint_of_the_training_curves(
+    html: str, results_dir: Path
+) -> None:
+    """The ELBO split table beside the training curves: the last checkpoint's expected
+    log-likelihood, KL and held-out log-likelihood, mean over the two splits of svi on Pyro,
+    and ELBO = E[log lik] - beta KL."""
+    curves = [
+        r["curves"]["training"]
+        for r in read_records(results_dir)
+        if r["config"]["dataset"] == "sine" and "training" in (r.get("curves") or {})
+    ]
+    assert len(curves) == 2
+    last = {k: np.mean([c[k][-1] for c in curves]) for k in ("expected_log_lik", "kl")}
+    held_out = np.mean([c["held_out_ll"][-1] for c in curves])
+    split = next(t for t in tables(section(html, "dataset-sine")) if "E_q[log lik]" in t[0])
+    got = row(split, "svi", "pyro")
+    assert got["E_q[log lik]"] == fmt.number(last["expected_log_lik"])
+    assert got["KL"] == fmt.number(last["kl"])
+    assert got["β"] == "1"
+    assert got["ELBO"] == fmt.number(last["expected_log_lik"] - last["kl"])
+    assert got["held-out LL"] == fmt.number(held_out)
+    assert got["step"] == "200"

@@ -31,6 +31,7 @@ def test_every_file_is_written(report_dir: Path, html: str) -> None:
         "sine-loss",
         "sine-weights",
         "sine-pruning",
+        "sine-training",
         "blobs-reliability",
         "blobs-refuse",
         "blobs-ood-entropy",

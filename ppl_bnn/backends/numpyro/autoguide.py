@@ -8,14 +8,15 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from numpyro.infer import SVI, autoguide, init_to_value
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro import ops
-from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO
+from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
+from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.methods.base import HessianError, RunOutput
+from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.initialisation import add_start, initial_values
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
@@ -31,7 +32,8 @@ from ppl_bnn.timing import now
 
 
 def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
-    """Fit ``options.GUIDE`` by SVI, the whole optimisation one compiled ``lax.scan``."""
+    """Fit ``options.GUIDE`` by SVI, the whole optimisation one compiled ``lax.scan`` (with a
+    training curve, one scan per checkpoint, :mod:`ppl_bnn.backends.numpyro.steps`)."""
     x, y, program = target.x, target.y, target.program
     start_values = initial_values(name, target, options, seed)
     values = {k: jnp.asarray(v) for k, v in start_values.values.items()}
@@ -45,20 +47,20 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
     schedule = None if schedule is None else jnp.asarray(schedule)
 
-    def one_step(carry, idx):
+    curve = make_curve(target, options, seed)
+
+    def one_step(carry, idx, active):
         state, stopped = carry
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
-        new, loss = svi.update(state, xb, yb, likelihood_scale=scale)
-        # After a non-finite loss the state stays where the optimisation broke down, as Pyro's
-        # loop stops there, so that check_losses names the sites that broke down on both.
-        new = jax.tree.map(lambda a, b: jnp.where(stopped, b, a), new, state)
-        return (new, stopped | ~jnp.isfinite(loss)), loss
+        new, loss, log_lik = update(svi, state, xb, yb, likelihood_scale=scale)
+        return hold(new, state, stopped, loss, active), (loss, log_lik)
 
-    def optimise(state, schedule):
-        (state, _), losses = lax.scan(
-            one_step, (state, jnp.array(False)), schedule, length=options.num_steps
+    def guide_at(state):
+        params = svi.get_params(state)
+        return tuple(
+            {s.name: params[f"{s.name}_auto_{kind}"] for s in target.spec.sites()}
+            for kind in ("loc", "scale")
         )
-        return state, losses
 
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
@@ -66,9 +68,10 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     # NumPyro refuses to start where the loss is not finite: a breakdown at step 0.
     with ops.no_valid_start_as(lambda: loss_error(name, target, options, 0)):
         state = svi.init(key_init, x, y, likelihood_scale=full_scale)
-    compiled = jax.jit(optimise).lower(state, schedule).compile()
-    compiled_at = now()
-    state, losses = jax.block_until_ready(compiled(state, schedule))
+    initialised = now()
+    state, (losses, log_lik), compile_s, run_s = run_steps(
+        one_step, state, schedule, options.num_steps, curve, guide_at
+    )
     end = now()
     params = svi.get_params(state)
     losses = np.asarray(losses)
@@ -92,14 +95,17 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             kind: {name: np.asarray(params[f"{name}_auto_{kind}"]) for name in names}
             for kind in ("loc", "scale")
         }
-    # Initialisation traces the model and guide; lower().compile() builds the whole scan and
-    # the guide sampler.
+    # Initialisation traces the model and guide; lower().compile() builds the scan and the
+    # guide sampler.
     timings = {
-        "compile": (compiled_at - start) + (sampler_compiled - end),
-        "warmup": end - compiled_at,
+        "compile": (initialised - start) + compile_s + (sampler_compiled - end),
+        "warmup": run_s,
         "sampling": drawn - sampler_compiled,
     }
     info = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
+    if curve is not None:
+        timings["curves"] = curve.seconds
+        info.update(curve.info(losses, np.asarray(log_lik)))
     info.update(learned_prior_info(target, params))
     add_start(timings, info, start_values)
     draws = {k: np.asarray(v) for k, v in draws.items()}

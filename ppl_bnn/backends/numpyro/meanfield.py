@@ -9,19 +9,21 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from numpyro import handlers
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.numpyro.elbo import scaled_log_likelihood
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
+from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.meanfield import (
+    elbo_terms,
     finish_meanfield,
     guide_params,
     initial_guide,
     inverse_softplus,
-    negative_elbo,
 )
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, batch_schedule_for, check_losses
 from ppl_bnn.seeding import child_seed
@@ -51,25 +53,25 @@ def observe_fn(program: Callable[..., Any]) -> Callable[..., Any]:
 
     def observe(values: Mapping[str, Any], network: Callable, x: Any, y: Any, scale: float) -> Any:
         model = handlers.substitute(program, data=dict(values))
-        site = handlers.trace(model).get_trace(x, y, likelihood_scale=scale, network=network)["y"]
-        log_p = site["fn"].log_prob(site["value"]).sum()
-        return log_p if site["scale"] is None else site["scale"] * log_p
+        trace = handlers.trace(model).get_trace(x, y, likelihood_scale=scale, network=network)
+        return scaled_log_likelihood(trace)
 
     return observe
 
 
-def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., jax.Array]:
-    """``(params, noise, x, y, likelihood_scale) -> loss``: the negative ELBO averaged over
-    ``options.num_particles`` draws, for the guide ``params = {"loc": ..., "rho": ...}`` with
-    std ``softplus(rho)`` and random numbers from ``noise`` (a :class:`KeyNoise`)."""
+def loss_terms_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., Any]:
+    """``(params, noise, x, y, likelihood_scale) -> (loss, log_lik)``: the negative ELBO and its
+    scaled log-likelihood term, averaged over ``options.num_particles`` draws, for the guide
+    ``params = {"loc": ..., "rho": ...}`` with std ``softplus(rho)`` and random numbers from
+    ``noise`` (a :class:`KeyNoise`)."""
     observe = observe_fn(target.program)
 
-    def loss(params, noise, x, y, likelihood_scale):
+    def terms(params, noise, x, y, likelihood_scale):
         loc = params["loc"]
         scale = {k: jax.nn.softplus(v) for k, v in params["rho"].items()}
-        total = 0.0
+        total, log_lik = 0.0, 0.0
         for _ in range(options.num_particles):
-            total = total + negative_elbo(
+            kl, ll = elbo_terms(
                 target.spec,
                 options.estimator,
                 loc,
@@ -82,13 +84,21 @@ def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., jax.
                 PPL_NUMPYRO,
                 jnp,
             )
-        return total / options.num_particles
+            total, log_lik = total + kl - ll, log_lik + ll
+        return total / options.num_particles, log_lik / options.num_particles
 
-    return loss
+    return terms
+
+
+def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., jax.Array]:
+    """``(params, noise, x, y, likelihood_scale) -> loss``: :func:`loss_terms_fn`'s loss."""
+    terms = loss_terms_fn(target, options)
+    return lambda *args: terms(*args)[0]
 
 
 def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> RunOutput:
-    """Fit the mean-field guide by ``options.estimator`` with Adam."""
+    """Fit the mean-field guide by ``options.estimator`` with Adam, under one compiled
+    ``lax.scan`` (with a training curve, one per checkpoint)."""
     x, y = target.x, target.y
     batch, scale = options.likelihood_scale(target.num_data)
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
@@ -99,39 +109,42 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
         "rho": {k: jnp.asarray(inverse_softplus(v)) for k, v in std.items()},
     }
     optimiser = Adam(options.learning_rate)
-    loss = loss_fn(target, options)
+    terms = loss_terms_fn(target, options)
     key = jax.random.PRNGKey(child_seed(seed, "svi"))
+    curve = make_curve(target, options, seed)
 
-    def one_step(carry, inputs):
+    def one_step(carry, inputs, active):
         state, stopped = carry
         i, idx = inputs
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
         step_key = jax.random.fold_in(key, i)
-        (value, _), new = optimiser.eval_and_update(
-            lambda p: (loss(p, KeyNoise(step_key), xb, yb, scale), None), state
+        (value, log_lik), new = optimiser.eval_and_update(
+            lambda p: terms(p, KeyNoise(step_key), xb, yb, scale), state
         )
-        # After a non-finite loss the state stays where the optimisation broke down (as in
-        # the autoguide driver), so that check_losses names the sites that broke down.
-        new = jax.tree.map(lambda a, b: jnp.where(stopped, b, a), new, state)
-        return (new, stopped | ~jnp.isfinite(value)), value
+        return hold(new, state, stopped, value, active), (value, log_lik)
 
-    def optimise(state, schedule):
-        steps = jnp.arange(options.num_steps)
-        (state, _), losses = lax.scan(one_step, (state, jnp.array(False)), (steps, schedule))
-        return state, losses
+    def guide_at(state):
+        fitted = optimiser.get_params(state)
+        return fitted["loc"], {k: jax.nn.softplus(v) for k, v in fitted["rho"].items()}
 
     start = now()
     state = optimiser.init(params)
-    compiled = jax.jit(optimise).lower(state, schedule).compile()
-    compiled_at = now()
-    state, losses = jax.block_until_ready(compiled(state, schedule))
+    initialised = now()
+    steps = (jnp.arange(options.num_steps), schedule)
+    state, (losses, log_lik), compile_s, run_s = run_steps(
+        one_step, state, steps, options.num_steps, curve, guide_at
+    )
     end = now()
     fitted = optimiser.get_params(state)
     loc = {k: np.asarray(v) for k, v in fitted["loc"].items()}
     std = {k: np.asarray(jax.nn.softplus(v)) for k, v in fitted["rho"].items()}
     losses = np.asarray(losses)
     check_losses(name, target, options, losses, guide_params(loc, std))
-    timings = {"compile": compiled_at - start, "warmup": end - compiled_at}
-    out = finish_meanfield(name, target, options, seed, losses, (loc, std), timings, {}, init)
+    timings = {"compile": (initialised - start) + compile_s, "warmup": run_s}
+    info = {}
+    if curve is not None:
+        timings["curves"] = curve.seconds
+        info = curve.info(losses, np.asarray(log_lik))
+    out = finish_meanfield(name, target, options, seed, losses, (loc, std), timings, info, init)
     out.timings["sampling"] = now() - end
     return out

@@ -13,8 +13,10 @@ from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO, autoguide
 from pyro.infer.autoguide import init_to_value
 
 from ppl_bnn.backends.base import Target
+from ppl_bnn.backends.pyro.elbo import LikelihoodTraceELBO
 from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
 from ppl_bnn.methods.base import HessianError, RunOutput
+from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.initialisation import add_start, initial_values
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
@@ -54,6 +56,15 @@ class _FusedAdamStep:
         return torch.optim.Adam(params, lr=self.learning_rate, foreach=True)
 
 
+def _guide_at(guide: Any, names: list[str]) -> tuple[dict[str, Any], ...]:
+    """An ``AutoNormal`` guide's ``(loc, scale)`` by site, as numpy arrays."""
+    with torch.no_grad():
+        return tuple(
+            {name: getattr(getattr(guide, kind), name).detach().numpy().copy() for name in names}
+            for kind in ("locs", "scales")
+        )
+
+
 def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
     """Fit ``options.GUIDE`` by SVI, one Python step at a time (see :class:`_FusedAdamStep`)."""
     x, y, program = target.x, target.y, target.program
@@ -74,13 +85,19 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         return update(x[batches[i]], y[batches[i]], likelihood_scale=scale)
 
     losses = np.full(options.num_steps, np.nan)
+    log_lik = np.full(options.num_steps, np.nan)
+    curve = make_curve(target, options, seed)
+    checkpoints = set() if curve is None else set(curve.steps)
     start_values = initial_values(name, target, options, seed)
     values = {k: torch.as_tensor(v) for k, v in start_values.values.items()}
     with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
         guide = getattr(autoguide, options.GUIDE)(
             program, init_loc_fn=init_to_value(values=values), **options.guide_kwargs()
         )
-        elbo = elbo_cls(**elbo_kwargs)
+        if curve is None:
+            elbo = elbo_cls(**elbo_kwargs)
+        else:
+            elbo = LikelihoodTraceELBO(options.jit, **elbo_kwargs)
         if options.update == "pyro":
             adam = pyro.optim.Adam({"lr": options.learning_rate})
             update = SVI(program, guide, adam, elbo).step
@@ -94,12 +111,16 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             warnings.filterwarnings("ignore", message="Encountered NaN", category=UserWarning)
             start = now()
             # The first step traces the model and guide (and compiles them with JitTrace_ELBO).
-            losses[0] = step(0)
-            first = now()
-            for i in range(1, options.num_steps):
-                if not np.isfinite(losses[i - 1]):
+            for i in range(options.num_steps):
+                if i and not np.isfinite(losses[i - 1]):
                     break
                 losses[i] = step(i)
+                if i == 0:
+                    first = now()
+                if curve is not None:
+                    log_lik[i] = elbo.last_log_lik
+                    if i + 1 in checkpoints:
+                        curve.checkpoint(*_guide_at(guide, names))
             end = now()
         params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
         learned = {k: v.detach().numpy() for k, v in pyro.get_param_store().items()}
@@ -116,21 +137,19 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             draws = {k: v.numpy() for k, v in predictive(x[:1], y[:1]).items()}
             variational = None
             if options.GUIDE == "AutoNormal":
-                variational = {
-                    kind: {
-                        name: getattr(getattr(guide, kind + "s"), name).detach().numpy().copy()
-                        for name in names
-                    }
-                    for kind in ("loc", "scale")
-                }
+                variational = dict(zip(("loc", "scale"), _guide_at(guide, names), strict=True))
         drawn = now()
     timings = {"compile": first - start, "warmup": end - first, "sampling": drawn - end}
     info = {
-        "elbo": elbo_cls.__name__,
+        "elbo": type(elbo).__name__,
         "update": options.update,
         "guide": options.GUIDE,
         "torch_threads": torch.get_num_threads(),
         **learned_prior_info(target, learned),
     }
+    if curve is not None:
+        timings["warmup"] -= curve.seconds
+        timings["curves"] = curve.seconds
+        info.update(curve.info(losses, log_lik))
     add_start(timings, info, start_values)
     return finish(name, target, options, losses, draws, timings, variational, info)

@@ -15,12 +15,13 @@ from pyro import poutine
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
 from ppl_bnn.methods.base import RunOutput
+from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.meanfield import (
+    elbo_terms,
     finish_meanfield,
     guide_params,
     initial_guide,
     inverse_softplus,
-    negative_elbo,
 )
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, batch_schedule_for, check_losses
 from ppl_bnn.seeding import child_seed
@@ -53,17 +54,17 @@ def observe_fn(program: Callable[..., Any]) -> Callable[..., Any]:
     return observe
 
 
-def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., torch.Tensor]:
-    """``(loc, rho, noise, x, y, likelihood_scale) -> loss``: the negative ELBO averaged over
-    ``options.num_particles`` draws, for the guide with means ``loc`` and stds
-    ``softplus(rho)`` (dicts of tensors by site)."""
+def loss_terms_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., Any]:
+    """``(loc, rho, noise, x, y, likelihood_scale) -> (loss, log_lik)``: the negative ELBO and
+    its scaled log-likelihood term, averaged over ``options.num_particles`` draws, for the guide
+    with means ``loc`` and stds ``softplus(rho)`` (dicts of tensors by site)."""
     observe = observe_fn(target.program)
 
-    def loss(loc, rho, noise, x, y, likelihood_scale):
+    def terms(loc, rho, noise, x, y, likelihood_scale):
         scale = {k: torch.nn.functional.softplus(v) for k, v in rho.items()}
-        total = 0.0
+        total, log_lik = 0.0, 0.0
         for _ in range(options.num_particles):
-            total = total + negative_elbo(
+            kl, ll = elbo_terms(
                 target.spec,
                 options.estimator,
                 loc,
@@ -76,9 +77,25 @@ def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., torc
                 PPL_PYRO,
                 torch,
             )
-        return total / options.num_particles
+            total, log_lik = total + kl - ll, log_lik + ll
+        return total / options.num_particles, log_lik / options.num_particles
 
-    return loss
+    return terms
+
+
+def loss_fn(target: Target, options: GaussianGuideOptions) -> Callable[..., torch.Tensor]:
+    """``(loc, rho, noise, x, y, likelihood_scale) -> loss``: :func:`loss_terms_fn`'s loss."""
+    terms = loss_terms_fn(target, options)
+    return lambda *args: terms(*args)[0]
+
+
+def _guide_at(loc: dict, rho: dict) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The guide's ``(loc, scale)`` by site, as numpy arrays."""
+    with torch.no_grad():
+        return (
+            {k: v.detach().numpy().copy() for k, v in loc.items()},
+            {k: torch.nn.functional.softplus(v).numpy().copy() for k, v in rho.items()},
+        )
 
 
 def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> RunOutput:
@@ -91,38 +108,43 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     loc = {k: torch.tensor(v, requires_grad=True) for k, v in loc0.items()}
     rho = {k: torch.tensor(inverse_softplus(v), requires_grad=True) for k, v in std0.items()}
     adam = torch.optim.Adam([*loc.values(), *rho.values()], lr=options.learning_rate, foreach=True)
-    loss = loss_fn(target, options)
+    terms = loss_terms_fn(target, options)
     noise = GeneratorNoise(child_seed(seed, "svi"))
+    curve = make_curve(target, options, seed)
+    checkpoints = set() if curve is None else set(curve.steps)
+    losses = np.full(options.num_steps, np.nan)
+    log_lik = np.full(options.num_steps, np.nan)
 
-    def step(i: int) -> float:
+    def step(i: int) -> None:
         xb, yb = (x, y) if batches is None else (x[batches[i]], y[batches[i]])
-        value = loss(loc, rho, noise, xb, yb, scale)
+        value, ll = terms(loc, rho, noise, xb, yb, scale)
         value.backward()
         adam.step()
         adam.zero_grad(set_to_none=True)
-        return float(value.detach())
+        losses[i], log_lik[i] = float(value.detach()), float(ll.detach())
 
-    losses = np.full(options.num_steps, np.nan)
     # Unchecked, as in the autoguide driver: a breakdown gives a non-finite loss, which stops
     # the fit with the same error on both backends (check_losses).
     with pyro.validation_enabled(False), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Encountered NaN", category=UserWarning)
         start = now()
-        losses[0] = step(0)
-        first = now()
-        for i in range(1, options.num_steps):
-            if not np.isfinite(losses[i - 1]):
+        for i in range(options.num_steps):
+            if i and not np.isfinite(losses[i - 1]):
                 break
-            losses[i] = step(i)
+            step(i)
+            if i == 0:
+                first = now()
+            if i + 1 in checkpoints:
+                curve.checkpoint(*_guide_at(loc, rho))  # type: ignore[union-attr]
         end = now()
-    with torch.no_grad():
-        fitted_loc = {k: v.detach().numpy().copy() for k, v in loc.items()}
-        fitted_std = {
-            k: torch.nn.functional.softplus(v).detach().numpy().copy() for k, v in rho.items()
-        }
+    fitted_loc, fitted_std = _guide_at(loc, rho)
     check_losses(name, target, options, losses, guide_params(fitted_loc, fitted_std))
     timings = {"compile": first - start, "warmup": end - first}
-    info = {"update": "fused", "torch_threads": torch.get_num_threads()}
+    info: dict[str, Any] = {"update": "fused", "torch_threads": torch.get_num_threads()}
+    if curve is not None:
+        timings["warmup"] -= curve.seconds
+        timings["curves"] = curve.seconds
+        info.update(curve.info(losses, log_lik))
     out = finish_meanfield(
         name, target, options, seed, losses, (fitted_loc, fitted_std), timings, info, init
     )

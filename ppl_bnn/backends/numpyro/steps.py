@@ -1,0 +1,81 @@
+"""An optimisation's steps under one compiled ``lax.scan``, or, with a training curve
+(:mod:`ppl_bnn.methods.curves`), in equal compiled scans of ``every`` steps with a checkpoint
+between them: the chunk is compiled once and run once per checkpoint, the last one padded with
+steps that change nothing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ppl_bnn.methods.curves import TrainingCurve
+from ppl_bnn.timing import now
+
+#: ``((state, stopped), inputs, active) -> ((state, stopped), outputs)``: one step, where
+#: ``active`` is None (every step is taken) or a traced bool (False on a padding step).
+Step = Callable[[tuple[Any, Any], Any, Any], tuple[tuple[Any, Any], Any]]
+
+
+def hold(new: Any, old: Any, stopped: Any, loss: Any, active: Any) -> tuple[Any, Any]:
+    """``(state, stopped)`` after a step: after a non-finite loss, or on a padding step, the state
+    stays where it was, as Pyro's loop stops there, so that ``check_losses`` names the sites
+    that broke down on both backends."""
+    keep = stopped if active is None else stopped | ~active
+    new = jax.tree.map(lambda a, b: jnp.where(keep, b, a), new, old)
+    broke = ~jnp.isfinite(loss)
+    return new, stopped | (broke if active is None else broke & active)
+
+
+def run_steps(
+    step: Step,
+    state: Any,
+    xs: Any,
+    num_steps: int,
+    curve: TrainingCurve | None,
+    guide: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]],
+) -> tuple[Any, Any, float, float]:
+    """``(state, outputs, compile seconds, run seconds)`` of ``num_steps`` steps over the per-step
+    inputs ``xs`` (leading axis ``num_steps``, or None); ``outputs`` stacked per step. With a
+    ``curve``, ``guide(state) -> (loc, scale)`` is recorded at each checkpoint, and the run's
+    seconds leave out the checkpoints'."""
+    carry = (state, jnp.array(False))
+    start = now()
+    if curve is None:
+
+        def optimise(carry, xs):
+            return lax.scan(lambda c, x: step(c, x, None), carry, xs, length=num_steps)
+
+        compiled = jax.jit(optimise).lower(carry, xs).compile()
+        compiled_at = now()
+        (state, _), outputs = jax.block_until_ready(compiled(carry, xs))
+        return state, outputs, compiled_at - start, now() - compiled_at
+    every = curve.every
+    chunks = math.ceil(num_steps / every)
+    active = (jnp.arange(chunks * every) < num_steps).reshape(chunks, every)
+
+    def split(a: jax.Array) -> jax.Array:
+        pad = jnp.repeat(a[-1:], chunks * every - num_steps, axis=0)
+        return jnp.concatenate([a, pad]).reshape(chunks, every, *a.shape[1:])
+
+    parts = jax.tree.map(split, xs)
+
+    def chunk(carry, xs, active):
+        return lax.scan(lambda c, x: step(c, x[0], x[1]), carry, (xs, active))
+
+    part = jax.tree.map(lambda a: a[0], parts)
+    compiled = jax.jit(chunk).lower(carry, part, active[0]).compile()
+    compiled_at = now()
+    outputs = []
+    for c in range(chunks):
+        part = jax.tree.map(lambda a, c=c: a[c], parts)
+        carry, out = jax.block_until_ready(compiled(carry, part, active[c]))
+        curve.checkpoint(*guide(carry[0]))
+        outputs.append(out)
+    outputs = jax.tree.map(lambda *a: jnp.concatenate(a)[:num_steps], *outputs)
+    run = now() - compiled_at - curve.seconds
+    return carry[0], outputs, compiled_at - start, run
