@@ -60,13 +60,18 @@ _PALETTE = [
     "#7f7f7f",
     "#393b79",
     "#ad494a",
+    "#637939",
+    "#8c6d31",
+    "#7b4173",
+    "#3182bd",
 ]
 _MARKERS = {"numpyro": "o", "pyro": "s"}
 _LINESTYLES = {"numpyro": "-", "pyro": "--"}
 
 
 def method_color(method: str) -> str:
-    """A fixed colour per method, the same in every figure."""
+    """A fixed colour per method, the same in every figure (each method of the table its own:
+    the palette is at least as long as the table, tested)."""
     if method in METHOD_ORDER:
         return _PALETTE[METHOD_ORDER.index(method)]
     return _PALETTE[(len(METHOD_ORDER) + sum(map(ord, method))) % len(_PALETTE)]
