@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ppl_bnn.methods import method_names
-from ppl_bnn.report import figures, refusal, stats, sweeps, tables
+from ppl_bnn.report import figures, pruning, refusal, stats, sweeps, tables
 from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.document import (
     BulletList,
@@ -278,7 +278,7 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
             split = b.safe(f"{dataset} ELBO split", tables.training_table, results, dataset)
             _add(figs.blocks, split)
         if draw is figures.pruning:
-            _add(figs.blocks, b.safe(f"{dataset} pruning", tables.pruning_table, results, dataset))
+            _add(figs.blocks, b.safe(f"{dataset} pruning", pruning.pruning_table, results, dataset))
     section.children.append(figs)
     cost = b.safe(f"{dataset} cost table", tables.cost_table, results, dataset)
     if cost is not None:

@@ -28,7 +28,6 @@ from ppl_bnn.files import import_arviz
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Figure, slug
 from ppl_bnn.report.load import (
-    METHOD_ORDER,
     SuiteResults,
     backend_key,
     method_key,
@@ -41,50 +40,13 @@ from ppl_bnn.report.stats import (
     weight_moments,
     weight_summary,
 )
+from ppl_bnn.report.style import backend_linestyle, backend_marker, method_color
 
 logger = logging.getLogger(__name__)
 
 DPI = 100
 PANEL = (2.9, 2.2)  # inches per small panel
 MAX_PANELS = 24
-_PALETTE = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-    "#393b79",
-    "#ad494a",
-    "#637939",
-    "#8c6d31",
-    "#7b4173",
-    "#3182bd",
-]
-_MARKERS = {"numpyro": "o", "pyro": "s"}
-_LINESTYLES = {"numpyro": "-", "pyro": "--"}
-
-
-def method_color(method: str) -> str:
-    """A fixed colour per method, the same in every figure (each method of the table its own:
-    the palette is at least as long as the table, tested)."""
-    if method in METHOD_ORDER:
-        return _PALETTE[METHOD_ORDER.index(method)]
-    return _PALETTE[(len(METHOD_ORDER) + sum(map(ord, method))) % len(_PALETTE)]
-
-
-def backend_marker(backend: str) -> str:
-    """A fixed marker per backend."""
-    return _MARKERS.get(backend, "^")
-
-
-def backend_linestyle(backend: str) -> str:
-    """A fixed line style per backend (solid NumPyro, dashed Pyro)."""
-    return _LINESTYLES.get(backend, ":")
 
 
 def _png(fig: MplFigure) -> bytes:

@@ -20,8 +20,9 @@ from ppl_bnn.bench.lenet import MNIST_TRAIN
 from ppl_bnn.report import fmt
 from ppl_bnn.report.build import environment_section
 from ppl_bnn.report.document import BulletList, Details, Document, Figure, Paragraph, Section, Table
-from ppl_bnn.report.figures import _png, backend_marker, method_color, plain_log_ticks
+from ppl_bnn.report.figures import _png, plain_log_ticks
 from ppl_bnn.report.load import SuiteResults
+from ppl_bnn.report.style import backend_marker, method_color
 
 #: The goal for the conv probe: a Bayesian LeNet-5 step at most this many plain steps.
 CONV_GOAL = 3.0

@@ -24,17 +24,12 @@ from matplotlib.ticker import LogLocator
 
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import BulletList, Figure, Inline, Paragraph, Section, Strong, slug
-from ppl_bnn.report.figures import (
-    backend_marker,
-    figure_of,
-    legend_methods_backends,
-    method_color,
-    plain_log_ticks,
-)
+from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import ReferenceEntry, SuiteResults, backend_key, method_key
 from ppl_bnn.report.ranking import Group, Ranking, eligible_groups, flagged, rank, reduced
 from ppl_bnn.report.stats import WITH_METRICS
+from ppl_bnn.report.style import backend_marker, method_color
 from ppl_bnn.report.sweeps import summary_note
 
 #: A sampler's chains count as converged when the largest R-hat of its test predictions is at

@@ -27,8 +27,9 @@ from ppl_bnn.data.synthetic import TRUE_MEANS
 from ppl_bnn.methods import get_method
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Figure, Link, Paragraph, Table, slug
-from ppl_bnn.report.figures import figure_of, method_color
+from ppl_bnn.report.figures import figure_of
 from ppl_bnn.report.load import SuiteResults, backend_key
+from ppl_bnn.report.style import method_color
 
 #: How the report names a swept option, and what the option does.
 OPTION_SYMBOLS = {"kl_weight": "β"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ppl_bnn.methods import METHODS
-from ppl_bnn.report.figures import method_color
+from ppl_bnn.report.style import method_color
 
 
 def test_every_method_of_the_table_has_its_own_colour():

@@ -14,8 +14,8 @@ from ppl_bnn.report import fmt, render_report
 from ppl_bnn.report.document import Link
 from ppl_bnn.report.figures import pruning
 from ppl_bnn.report.load import SuiteResults, load_results
+from ppl_bnn.report.pruning import pruning_table
 from ppl_bnn.report.references import BLUNDELL_PRUNING, pruning_references_for
-from ppl_bnn.report.tables import pruning_table
 from tests.report.helpers import row, section, tables
 from tests.report.pruning_records import (
     SEEDS,
