@@ -146,6 +146,31 @@ def elbo_terms(
     return kl, log_likelihood
 
 
+def particle_terms(
+    target: Target,
+    options: GaussianGuideOptions,
+    observe: Observe,
+    ppl: PPL,
+    xp: ModuleType,
+) -> Callable[..., tuple[Any, Any]]:
+    """``(loc, scale, noise, x, y, likelihood_scale) -> (loss, log_lik)``: the negative ELBO and
+    its scaled log-likelihood term (:func:`elbo_terms`), each averaged over
+    ``options.num_particles`` draws, for the guide with means ``loc`` and stds ``scale`` (dicts
+    of the backend's arrays by site)."""
+
+    def terms(loc, scale, noise, x, y, likelihood_scale):
+        total, log_lik = 0.0, 0.0
+        for _ in range(options.num_particles):
+            kl, ll = elbo_terms(
+                target.spec, options.estimator, loc, scale, x, y, likelihood_scale, noise,
+                observe, ppl, xp,
+            )  # fmt: skip
+            total, log_lik = total + kl - ll, log_lik + ll
+        return total / options.num_particles, log_lik / options.num_particles
+
+    return terms
+
+
 def guide_draws(
     spec: BNNSpec,
     loc: Mapping[str, np.ndarray],

@@ -19,11 +19,11 @@ from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.meanfield import (
-    elbo_terms,
     finish_meanfield,
     guide_params,
     initial_guide,
     inverse_softplus,
+    particle_terms,
 )
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, batch_schedule_for, check_losses
 from ppl_bnn.seeding import child_seed
@@ -64,28 +64,11 @@ def loss_terms_fn(target: Target, options: GaussianGuideOptions) -> Callable[...
     scaled log-likelihood term, averaged over ``options.num_particles`` draws, for the guide
     ``params = {"loc": ..., "rho": ...}`` with std ``softplus(rho)`` and random numbers from
     ``noise`` (a :class:`KeyNoise`)."""
-    observe = observe_fn(target.program)
+    particles = particle_terms(target, options, observe_fn(target.program), PPL_NUMPYRO, jnp)
 
     def terms(params, noise, x, y, likelihood_scale):
-        loc = params["loc"]
         scale = {k: jax.nn.softplus(v) for k, v in params["rho"].items()}
-        total, log_lik = 0.0, 0.0
-        for _ in range(options.num_particles):
-            kl, ll = elbo_terms(
-                target.spec,
-                options.estimator,
-                loc,
-                scale,
-                x,
-                y,
-                likelihood_scale,
-                noise,
-                observe,
-                PPL_NUMPYRO,
-                jnp,
-            )
-            total, log_lik = total + kl - ll, log_lik + ll
-        return total / options.num_particles, log_lik / options.num_particles
+        return particles(params["loc"], scale, noise, x, y, likelihood_scale)
 
     return terms
 

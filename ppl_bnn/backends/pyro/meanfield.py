@@ -17,11 +17,11 @@ from ppl_bnn.backends.pyro.ops import PPL_PYRO
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.meanfield import (
-    elbo_terms,
     finish_meanfield,
     guide_params,
     initial_guide,
     inverse_softplus,
+    particle_terms,
 )
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, batch_schedule_for, check_losses
 from ppl_bnn.seeding import child_seed
@@ -58,27 +58,11 @@ def loss_terms_fn(target: Target, options: GaussianGuideOptions) -> Callable[...
     """``(loc, rho, noise, x, y, likelihood_scale) -> (loss, log_lik)``: the negative ELBO and
     its scaled log-likelihood term, averaged over ``options.num_particles`` draws, for the guide
     with means ``loc`` and stds ``softplus(rho)`` (dicts of tensors by site)."""
-    observe = observe_fn(target.program)
+    particles = particle_terms(target, options, observe_fn(target.program), PPL_PYRO, torch)
 
     def terms(loc, rho, noise, x, y, likelihood_scale):
         scale = {k: torch.nn.functional.softplus(v) for k, v in rho.items()}
-        total, log_lik = 0.0, 0.0
-        for _ in range(options.num_particles):
-            kl, ll = elbo_terms(
-                target.spec,
-                options.estimator,
-                loc,
-                scale,
-                x,
-                y,
-                likelihood_scale,
-                noise,
-                observe,
-                PPL_PYRO,
-                torch,
-            )
-            total, log_lik = total + kl - ll, log_lik + ll
-        return total / options.num_particles, log_lik / options.num_particles
+        return particles(loc, scale, noise, x, y, likelihood_scale)
 
     return terms
 
