@@ -26,7 +26,7 @@ from ppl_bnn.report.glossary import (
 )
 from ppl_bnn.report.load import SAMPLERS, SuiteResults, backend_key, first_line, method_key
 from ppl_bnn.report.ranking import Ranking, eligible_groups, flagged, rank
-from ppl_bnn.report.references import references_for
+from ppl_bnn.report.references import Reference, references_for
 from ppl_bnn.report.stats import (
     PROBLEM_STATUSES,
     group_stats,
@@ -398,7 +398,7 @@ def published_table(results: SuiteResults, dataset: str) -> Table | None:
             classes.append("")
     shown = cols or ["test_ll", "rmse"]
     for ref in refs:
-        values = {"test_ll": fmt.number(ref.test_ll, 3), "rmse": fmt.number(ref.rmse, 3)}
+        values = {c: _published_value(ref, c) for c in ("test_ll", "rmse")}
         source = Link(ref.source.label, ref.source.url)
         splits, hidden = _published_setup(ref.dataset)
         rows.append((ref.method, source, splits, hidden, *(values[c] for c in shown)))
@@ -406,9 +406,9 @@ def published_table(results: SuiteResults, dataset: str) -> Table | None:
     header = ("method", "source", "splits", "hidden units", *(label(c) for c in shown))
     caption = (
         "Ours (mean ± SE over the splits run here) beside published figures (test log-likelihood "
-        "and RMSE in original units, mean over the standard splits). Published numbers are typed "
-        "in from their sources, not computed here; they are comparable only for the same splits "
-        "and architecture."
+        "and RMSE in original units, mean over the standard splits, ± SE where the source gives "
+        "it). Published numbers are typed in from their sources, not computed here; they are "
+        "comparable only for the same splits and architecture."
     )
     numeric = (False, False, True, False, *(True for _ in shown))
     return Table(header, tuple(rows), caption, tuple(classes), numeric)
@@ -443,17 +443,26 @@ def published_overview(results: SuiteResults, column: str) -> Table | None:
             else:
                 cells_row.append("")
         refs = {r.method: r for r in references_for(dataset)}
-        cells_row += [fmt.number(getattr(refs[m], column), 3) for m in published]
+        cells_row += [_published_value(refs[m], column) for m in published]
         rows.append(tuple(cells_row))
     header = ("dataset", *(f"{m} · {b}" for m, b in ours), *published)
     caption = (
         f"{label(column)} in original units: ours, mean ± SE over the splits run here (n), beside "
-        "the published means over all standard splits (PBP and MC dropout: Gal & Ghahramani 2016 "
-        "repository readme; deep ensembles: Lakshminarayanan et al. 2017, Table 1), typed in "
-        "from their sources. Comparable only for the same splits and architecture."
+        "the published means over all standard splits, ± SE where the source gives it (MC "
+        "dropout: Gal & Ghahramani 2016, Table 1, and its 2018 grid-search re-run, both from the "
+        "repository readme; PBP: as listed there; deep ensembles: Lakshminarayanan et al. 2017, "
+        "Table 1), typed in from their sources. Comparable only for the same splits and "
+        "architecture."
     )
     numeric = (False, *(True for _ in header[1:]))
     return Table(header, tuple(rows), caption, (), numeric)
+
+
+def _published_value(ref: Reference, column: str) -> str:
+    """A published ``test_ll`` or ``rmse``, ``mean ± SE`` where the source gives the SE."""
+    se = getattr(ref, f"{column}_se")
+    mean = getattr(ref, column)
+    return fmt.number(mean, 3) if se is None else f"{mean:.2f} ± {se:.2f}"
 
 
 def _published_setup(uci_dataset: str) -> tuple[str, str]:

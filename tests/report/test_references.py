@@ -27,11 +27,24 @@ def test_dataset_names(name: str, folder: str | None) -> None:
     assert uci_name(name) == folder
 
 
-def test_every_uci_set_has_three_labelled_references() -> None:
+def test_every_uci_set_has_four_labelled_references() -> None:
     for folder in UCI_DATASETS:
         refs = references_for(folder)
-        assert [r.method for r in refs] == ["MC dropout", "PBP", "deep ensembles"]
+        assert [r.method for r in refs] == [
+            "MC dropout",
+            "MC dropout, grid search",
+            "PBP",
+            "deep ensembles",
+        ]
         assert all(r.source.label and r.source.url.startswith("https://") for r in refs)
+
+
+def test_mc_dropout_figures_carry_their_published_standard_errors() -> None:
+    boston = {r.method: r for r in references_for("boston")}
+    paper, grid = boston["MC dropout"], boston["MC dropout, grid search"]
+    assert (paper.rmse, paper.rmse_se, paper.test_ll, paper.test_ll_se) == (2.97, 0.19, -2.46, 0.06)
+    assert (grid.rmse, grid.rmse_se, grid.test_ll, grid.test_ll_se) == (2.90, 0.18, -2.40, 0.04)
+    assert boston["PBP"].test_ll_se is None  # listed without one
 
 
 def test_deep_ensembles_nll_is_turned_into_a_log_likelihood() -> None:
@@ -39,4 +52,9 @@ def test_deep_ensembles_nll_is_turned_into_a_log_likelihood() -> None:
     assert kin8nm["deep ensembles"].test_ll == 1.20  # published NLL -1.20
     assert kin8nm["MC dropout"].test_ll == 0.95
     rmse = {r.method: r.rmse for r in references_for("boston")}
-    assert rmse == {"MC dropout": 2.97, "PBP": 3.01, "deep ensembles": 3.28}
+    assert rmse == {
+        "MC dropout": 2.97,
+        "MC dropout, grid search": 2.90,
+        "PBP": 3.01,
+        "deep ensembles": 3.28,
+    }

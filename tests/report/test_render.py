@@ -177,8 +177,11 @@ def test_uci_dataset_gets_published_figures(results_dir: Path, tmp_path: Path) -
     html = render_report(root).read_text(encoding="utf-8")
     published = tables(section(html, "bostonhousing-published"))[0]
     dropout = row(published, "MC dropout")
-    assert dropout["source"] == "Gal & Ghahramani 2016, repository readme"
-    assert (dropout["test LL"], dropout["RMSE"]) == ("-2.46", "2.97")
+    assert dropout["source"].startswith("Gal & Ghahramani 2016, Table 1")
+    assert (dropout["test LL"], dropout["RMSE"]) == ("-2.46 ± 0.06", "2.97 ± 0.19")
+    grid = row(published, "MC dropout, grid search")
+    assert (grid["test LL"], grid["RMSE"]) == ("-2.40 ± 0.04", "2.90 ± 0.18")
+    assert "80/20" in grid["source"]
     ensembles = row(published, "deep ensembles")
     assert ensembles["test LL"] == "-2.41"  # published as NLL 2.41
     assert "Table 1" in ensembles["source"]
@@ -186,7 +189,14 @@ def test_uci_dataset_gets_published_figures(results_dir: Path, tmp_path: Path) -
     assert ours["source"] == "this suite" and ours["splits"] == "1"
     assert "https://github.com/yaringal/DropoutUncertaintyExps" in html
     ll, rmse = tables(section(html, "summary-published"))
-    assert ll[0] == ["dataset", "svi · pyro", "MC dropout", "PBP", "deep ensembles"]
+    assert ll[0] == [
+        "dataset",
+        "svi · pyro",
+        "MC dropout",
+        "MC dropout, grid search",
+        "PBP",
+        "deep ensembles",
+    ]
     assert row(ll, "bostonHousing")["PBP"] == "-2.57"
     assert (
         row(ll, "bostonHousing")["svi · pyro"]
