@@ -181,7 +181,8 @@ def check_linearised_at(spec: BNNSpec, linearised_at: object) -> dict[str, np.nd
             )
         if not np.all(np.isfinite(value)):
             raise ValueError(f"linearised_at[{name!r}] has non-finite values")
-        mode[name] = np.asarray(linearised_at[name])
+        raw = np.asarray(linearised_at[name])  # kept in its own precision where it is float
+        mode[name] = raw if np.issubdtype(raw.dtype, np.floating) else value
     return mode
 
 
