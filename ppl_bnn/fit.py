@@ -14,7 +14,7 @@ from ppl_bnn.methods import METHODS, get_method, make_options
 from ppl_bnn.methods.curves import validate_validation
 from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.model.bnn import BNN
-from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
+from ppl_bnn.predictive import check_linearised_at, log_likelihood_per_draw, predictive_at
 from ppl_bnn.results import FitResult
 from ppl_bnn.seeding import check_seed
 from ppl_bnn.timing import now
@@ -56,7 +56,10 @@ def fit(
         ``diverged_at_step``, ``diverged_sites`` and ``diverged_cause`` say where and why.
         With a learned prior, ``info["learned_prior"]`` holds its fitted hyperparameters (one
         dict per member for ``ensemble``). ``svi`` records its training curve in
-        ``info["training_curve"]`` when given ``validation`` or ``curve_every``.
+        ``info["training_curve"]`` when given ``validation`` or ``curve_every``. A method
+        that predicts with the network linearised around its mode (the GLM predictive, see
+        :mod:`ppl_bnn.predictive`) returns that mode in ``linearised_at``; the training
+        log-likelihood and every prediction of the result then use the linearised network.
 
     Raises:
         ValueError: ``validation`` for a method that records no training curve, or held-out
@@ -104,8 +107,11 @@ def fit(
     target = Target.build(backend, model, held_out)
     out = entry.runner(backend)(method, target, opts, seed)
     check_finite_draws(method, out.draws, model)  # every method's last line of defence
+    mode = None
+    if out.linearised_at is not None:  # the GLM predictive around the runner's mode
+        mode = check_linearised_at(model.spec, out.linearised_at)
     ll_start = now()
-    train = predictive_at(backend, model.spec, out.draws, model.x)
+    train = predictive_at(backend, model.spec, out.draws, model.x, linearised_at=mode)
     ll = log_likelihood_per_draw(model.spec, train.f, train.noise_std, model.y)
     end = now()
     chains, draws = next(iter(out.draws.values())).shape[:2]
@@ -130,4 +136,5 @@ def fit(
         variational=out.variational,
         info=info,
         versions=library_versions(),
+        linearised_at=mode,
     )

@@ -8,6 +8,21 @@ With draws :math:`\theta_s` (s = 1..S) and network outputs :math:`f_s(x)`:
 - classification: :math:`p(y = k \mid x) \approx \frac1S \sum_s \mathrm{softmax}(f_s)_k`.
 
 The test log predictive density is the log-mean-exp over draws, averaged over points, never clipped.
+
+**Linearised (GLM) predictive.** A result that carries a mode :math:`\hat\theta`
+(``linearised_at``, e.g. the MAP of a GGN Laplace fit) predicts with the network linearised
+around it, a generalised linear model in the weights,
+
+.. math:: f^{\mathrm{lin}}_s(x) = f(x, \hat\theta) + J(x, \hat\theta)\,(\theta_s - \hat\theta),
+          \qquad J(x, \hat\theta) = \partial f(x, \theta) / \partial \theta
+          \big|_{\theta = \hat\theta},
+
+in place of :math:`f(x, \theta_s)` for every draw, then as above (Immer, Korzepa & Bauer 2021,
+"Improving predictions of Bayesian neural nets via local linearization", AISTATS; Foong et al.
+2019). Only the network's weights are linearised: a learned noise precision keeps its value per
+draw. Each draw costs one Jacobian-vector product (forward mode, no Jacobian formed), in the
+backend's ``linearised`` module (:class:`~ppl_bnn.backends.base.Linearised`). A network that
+is linear in its weights (no hidden layer) gives the ordinary predictive.
 """
 
 from __future__ import annotations
@@ -18,9 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
-from ppl_bnn.backends import get_backend
+from ppl_bnn.backends import get_backend, get_module
 from ppl_bnn.model.program import noise_std
-from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
 from ppl_bnn.model.validate import validate_targets
 
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
@@ -127,10 +142,76 @@ def flatten_draws(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v.reshape((-1, *v.shape[2:])) for k, v in draws.items()}
 
 
+def weight_sites(spec: BNNSpec) -> dict[str, tuple[int, ...]]:
+    """The network's weight sites (every site but the noise precision) and their shapes."""
+    return {site.name: site.shape for site in spec.sites() if site.name != PRECISION_SITE}
+
+
+def check_linearised_at(spec: BNNSpec, linearised_at: object) -> dict[str, np.ndarray]:
+    """The mode of a linearised predictive: every weight site of ``spec``, one draw's shape,
+    finite (a noise precision, if given, is dropped: it is not linearised).
+
+    Raises:
+        ValueError: Not a mapping, a weight site missing, a name the spec does not have, or a
+            value of the wrong shape or not finite; the message names the site.
+    """
+    if not isinstance(linearised_at, Mapping):
+        raise ValueError(
+            f"linearised_at must map site names to arrays, got {type(linearised_at).__name__}"
+        )
+    sites = weight_sites(spec)
+    unknown = sorted(set(map(str, linearised_at)) - set(sites) - {PRECISION_SITE})
+    if unknown:
+        raise ValueError(
+            f"linearised_at names site(s) {', '.join(map(repr, unknown))} that the model does "
+            f"not have; its weight sites: {', '.join(sites)}"
+        )
+    mode: dict[str, np.ndarray] = {}
+    for name, shape in sites.items():
+        if name not in linearised_at:
+            raise ValueError(f"linearised_at lacks the weight site {name!r}")
+        try:
+            value = np.asarray(linearised_at[name], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"linearised_at[{name!r}] is not an array of numbers") from err
+        if value.shape != shape:
+            raise ValueError(
+                f"linearised_at[{name!r}] has shape {value.shape}, but site {name!r} has shape "
+                f"{shape} (one draw, no chain or draw axes)"
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"linearised_at[{name!r}] has non-finite values")
+        raw = np.asarray(linearised_at[name])  # kept in its own precision where it is float
+        mode[name] = raw if np.issubdtype(raw.dtype, np.floating) else value
+    return mode
+
+
+def forward_linearised(
+    backend: str,
+    spec: BNNSpec,
+    mode: Mapping[str, np.ndarray],
+    draws: Mapping[str, np.ndarray],
+    x: np.ndarray,
+) -> np.ndarray:
+    """Outputs ``f`` (S, N, out) of the network linearised around ``mode`` (checked by
+    :func:`check_linearised_at`) for flat draws (S, ...)."""
+    mode = check_linearised_at(spec, mode)
+    return get_module(backend, "linearised").forward_linearised(spec, mode, draws, x)
+
+
 def predictive_at(
-    backend: str, spec: BNNSpec, draws: Mapping[str, np.ndarray], x: np.ndarray
+    backend: str,
+    spec: BNNSpec,
+    draws: Mapping[str, np.ndarray],
+    x: np.ndarray,
+    linearised_at: Mapping[str, np.ndarray] | None = None,
 ) -> Prediction:
-    """The posterior predictive at validated inputs ``x`` from draws shaped (chain, draw, ...)."""
+    """The posterior predictive at validated inputs ``x`` from draws shaped (chain, draw, ...);
+    with ``linearised_at`` (a mode, site -> one draw's value) the linearised (GLM) predictive
+    around it."""
     flat = flatten_draws(draws)
-    f = forward_draws(backend, spec, flat, x)
+    if linearised_at is None:
+        f = forward_draws(backend, spec, flat, x)
+    else:
+        f = forward_linearised(backend, spec, linearised_at, flat, x)
     return Prediction(spec=spec, f=f, noise_std=noise_std_draws(spec, flat))

@@ -19,14 +19,17 @@ from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.model.scalars import is_number
 from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.model.validate import validate_inputs
-from ppl_bnn.predictive import Prediction, predictive_at
+from ppl_bnn.predictive import Prediction, check_linearised_at, predictive_at
 
 SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
 _VARIATIONAL_FILE = "variational.nc"
+_LINEARISED_FILE = "linearised.nc"
 _META_FILE = "fit.json"
-_FILES = (_IDATA_FILE, _VARIATIONAL_FILE, _META_FILE)
-#: Keys every ``fit.json`` holds (``save_id`` and ``non_finite`` only from this version on).
+_FILES = (_IDATA_FILE, _VARIATIONAL_FILE, _LINEARISED_FILE, _META_FILE)
+#: Keys every ``fit.json`` holds (``save_id`` and ``non_finite`` only from this version on;
+#: ``has_linearised`` only from the version that added the linearised predictive, absent meaning
+#: none).
 _META_KEYS = (
     "spec",
     "method",
@@ -63,6 +66,9 @@ class FitResult:
             ``diverged_at_step`` (per chain or member), ``diverged_sites`` and
             ``diverged_cause`` (see :mod:`ppl_bnn.methods.divergence`).
         versions: Library versions.
+        linearised_at: The mode (weight site -> one draw's value) that the linearised (GLM)
+            predictive expands the network around (:mod:`ppl_bnn.predictive`), used by
+            :meth:`predict` and in ``log_likelihood``; None: the predictive over draws.
     """
 
     spec: BNNSpec
@@ -79,6 +85,7 @@ class FitResult:
     variational: dict[str, dict[str, np.ndarray]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    linearised_at: dict[str, np.ndarray] | None = None
 
     @property
     def num_chains(self) -> int:
@@ -98,9 +105,12 @@ class FitResult:
 
     def predict(self, x: object) -> Prediction:
         """Posterior predictive at inputs ``x`` (N, D) or images (N, H, W, C), as the model was
-        built for, vectorised over all draws."""
+        built for, vectorised over all draws (with the network linearised around
+        ``linearised_at`` where the result has one)."""
         x_arr = validate_inputs(x, self.spec.input_shape)
-        return predictive_at(self.backend, self.spec, self.draws, x_arr)
+        return predictive_at(
+            self.backend, self.spec, self.draws, x_arr, linearised_at=self.linearised_at
+        )
 
     def attrs(self) -> dict[str, Any]:
         """Flat, netCDF-friendly metadata: method, backend, seed, timings, versions, options."""
@@ -133,7 +143,8 @@ class FitResult:
         )
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result to folder ``path``: ArviZ netCDF, guide netCDF and JSON metadata.
+        """Write the result to folder ``path``: ArviZ netCDF, guide netCDF, the mode of a
+        linearised predictive (``linearised.nc``) and JSON metadata.
 
         Everything is written into a staging folder beside ``path``, which then takes its place
         in one step (:func:`~ppl_bnn.files.write_dir_atomic`): a save killed at any moment
@@ -160,6 +171,7 @@ class FitResult:
             "versions": self.versions,
             "losses": self.losses,
             "has_variational": self.variational is not None,
+            "has_linearised": self.linearised_at is not None,
         }
         non_finite: list[list[str | int]] = []
         meta = _null_non_finite(meta, [], non_finite)
@@ -172,6 +184,10 @@ class FitResult:
                 dataset = _variational_dataset(self.variational)
                 dataset.attrs["save_id"] = save_id
                 dataset.to_netcdf(folder / _VARIATIONAL_FILE, engine="h5netcdf")
+            if self.linearised_at is not None:
+                dataset = _linearised_dataset(self.spec, self.linearised_at)
+                dataset.attrs["save_id"] = save_id
+                dataset.to_netcdf(folder / _LINEARISED_FILE, engine="h5netcdf")
             (folder / _META_FILE).write_text(text)
 
         return write_dir_atomic(out, write)
@@ -202,6 +218,9 @@ class FitResult:
         variational = None
         if meta["has_variational"]:
             variational = _read_variational(src / _VARIATIONAL_FILE, spec, meta)
+        linearised_at = None
+        if meta.get("has_linearised", False):
+            linearised_at = _read_linearised(src / _LINEARISED_FILE, spec, meta)
         losses = meta["losses"]
         try:
             losses = None if losses is None else np.asarray(losses, dtype=np.float64)
@@ -222,6 +241,7 @@ class FitResult:
             variational=variational,
             info=meta["info"],
             versions=meta["versions"],
+            linearised_at=linearised_at,
         )
 
 
@@ -424,3 +444,32 @@ def _read_variational(
                     f"fit.json has {sites.get(name, 'no such site')}"
                 )
     return out
+
+
+def _linearised_dataset(spec: BNNSpec, mode: Mapping[str, np.ndarray]) -> Any:
+    """The mode of a linearised predictive, one variable per weight site (the spec's dims)."""
+    import xarray as xr
+
+    dims = spec.site_dims()
+    return xr.Dataset({name: (dims[name], np.asarray(value)) for name, value in mode.items()})
+
+
+def _read_linearised(path: Path, spec: BNNSpec, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The mode in ``linearised.nc``, checked against the spec (:func:`check_linearised_at`)."""
+    import xarray as xr
+
+    if not path.is_file():
+        raise ResultFileError(
+            f"{path} is missing, but fit.json says the fit has a linearised predictive"
+        )
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as dataset:
+            attrs = dict(dataset.attrs)
+            mode = {str(k): v.values.copy() for k, v in dataset.data_vars.items()}
+    except Exception as err:  # h5py and xarray raise many types for a damaged file
+        raise ResultFileError(f"{path} cannot be read (truncated or corrupt?): {err}") from err
+    _check_same_save(meta, attrs, path)
+    try:
+        return check_linearised_at(spec, mode)
+    except ValueError as err:
+        raise ResultFileError(f"{path}: {err}") from err

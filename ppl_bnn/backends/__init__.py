@@ -3,7 +3,9 @@
 A backend folder ``ppl_bnn/backends/<name>/`` has ``ops.py`` (the one model program compiled
 with the library, data conversion, log density, forward passes over draws; see
 :class:`~ppl_bnn.backends.base.Backend`) and one module per driver that methods name
-(``autoguide``, ``hmc``, ``sgmcmc``), each with ``run(name, target, options, seed)``. Backends
+(``autoguide``, ``hmc``, ``sgmcmc``), each with ``run(name, target, options, seed)``, and
+modules of further array ops that some methods need (``linearised``: the network linearised
+around a mode, see :class:`~ppl_bnn.backends.base.Backend`), read by :func:`get_module`. Backends
 are imported only when used, so using one never imports the other's framework.
 """
 
@@ -28,6 +30,11 @@ def check_backend(name: object) -> str:
 def get_backend(name: str) -> ModuleType:
     """The ``ops`` module of backend ``name`` (see :class:`~ppl_bnn.backends.base.Backend`)."""
     return importlib.import_module(f"ppl_bnn.backends.{check_backend(name)}.ops")
+
+
+def get_module(backend: str, name: str) -> ModuleType:
+    """Module ``name`` of backend ``backend`` (e.g. ``"linearised"``), imported on first use."""
+    return importlib.import_module(f"ppl_bnn.backends.{check_backend(backend)}.{name}")
 
 
 def has_driver(backend: str, driver: str) -> bool:

@@ -49,6 +49,25 @@ class Backend(Protocol):
         :func:`draws_per_batch` draws at a time."""
 
 
+class Linearised(Protocol):
+    """What every backend's ``linearised`` module provides (read by
+    ``ppl_bnn.backends.get_module(backend, "linearised")``): the network linearised around a
+    mode, for the GLM predictive of :mod:`ppl_bnn.predictive`."""
+
+    def forward_linearised(
+        self,
+        spec: BNNSpec,
+        mode: Mapping[str, np.ndarray],
+        params: Mapping[str, np.ndarray],
+        x: np.ndarray,
+    ) -> np.ndarray:
+        """``f(x, mode) + J(x, mode) (theta_s - mode)`` for every draw ``theta_s`` of ``params``
+        (S, ...) -> f (S, N, output_dim), like :meth:`Backend.forward_draws` computed
+        :func:`draws_per_batch` draws at a time, by one Jacobian-vector product per draw (no
+        Jacobian is formed). ``mode`` holds every weight site (one draw's shape); other sites
+        (the noise precision) are not read."""
+
+
 #: Hidden activations held by one batch of a forward pass over draws: 2**19 floats (2 MiB),
 #: small enough to stay in cache between a layer's matmul and its activation.
 _BATCH_FLOATS = 2**19

@@ -264,7 +264,9 @@ def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
             k: (np.where(snr[k] > threshold, v, 0.0).astype(v.dtype) if k in snr else v)
             for k, v in base.items()
         }
-        pred = predictive_at(result.backend, result.spec, draws, data.x_test)
+        pred = predictive_at(
+            result.backend, result.spec, draws, data.x_test, linearised_at=result.linearised_at
+        )
         if data.task == "regression":
             f, sigma = _original_units(pred, data)
             y = data.y_test * data.y_std + data.y_mean
