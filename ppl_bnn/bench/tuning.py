@@ -10,7 +10,8 @@ A suite's ``[methods.<name>.tune]`` table (or a dataset's ``options = { <name> =
 
 A grid key is an option of the method (a field of its options class) or one of
 :data:`MODEL_KEYS`: ``noise``, a known noise std in the model's standardised target units, and
-``prior_scale``, the weights' prior std (MAP's weight decay ``1 / (2 prior_scale^2)``).
+``prior_scale``, the weights' prior std (MAP's weight decay ``1 / (2 prior_scale^2)``). A tuned
+``noise`` replaces learned noise and its ``noise_prior``.
 
 A tuned cell (:func:`tune`) holds out ``validation_fraction`` of its training set
 (:func:`ppl_bnn.data.validation.validation_split`, seeded by the cell's seed and split), fits
@@ -169,9 +170,11 @@ def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
 def apply_settings(
     cell: Cell, settings: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The cell's model and options with a combination's values in place of its own."""
+    """The cell's model and options with a combination's values in place of its own; a tuned
+    ``noise`` is known, so the model's ``noise_prior`` (for learned noise) is dropped."""
     model, options = split_settings(settings)
-    return {**cell.model, **model}, {**cell.options, **options}
+    base = {k: v for k, v in cell.model.items() if not ("noise" in model and k == "noise_prior")}
+    return {**base, **model}, {**cell.options, **options}
 
 
 def check_tuned_cell(where: str, cell: Cell, regression: bool | None) -> None:

@@ -99,6 +99,17 @@ def test_a_dataset_changes_the_grid_key_by_key_or_drops_the_tuned_contestant() -
     assert suite.datasets[0].options == {"map": {}}
 
 
+def test_a_tuned_noise_replaces_learned_noise_and_its_prior() -> None:
+    model = {
+        "hidden": [4],
+        "noise": "learned",
+        "noise_prior": {"kind": "gamma", "concentration": 6.0, "rate": 6.0},
+    }
+    cell = next(c for c in parse_suite(_raw(model=model)).cells() if c.tune)
+    tuned = tune(cell, load_dataset("sine", split=0), fit_fn=FakeFit())
+    assert tuned.model == {"hidden": [4], "noise": tuned.info["chosen"]["noise"]}
+
+
 def test_a_study_is_never_tuned() -> None:
     raw = _raw()
     raw["datasets"][1]["sweep"] = {"method": "map", "option": "num_steps", "values": [5, 9]}
