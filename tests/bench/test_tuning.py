@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from ppl_bnn.bench.cell import Cell, base_method, contestant_label
 from ppl_bnn.bench.record import _jsonable
-from ppl_bnn.bench.suite import SuiteError, parse_suite
+from ppl_bnn.bench.suite import SuiteError, load_suite, parse_suite
 from ppl_bnn.bench.tuning import (
     MAX_COMBINATIONS,
     Tuning,
@@ -67,6 +68,43 @@ def test_a_tune_table_adds_a_tuned_contestant_beside_the_untuned_one() -> None:
     assert len(suite.cells(only={"method": {"map (tuned)"}})) == 2 * 2 * 2
     assert len(suite.cells(only={"method": {"map"}})) == 2 * 2 * 2 * 2
     assert base_method(contestant_label("map", True)) == "map"
+
+
+TOML = """
+name = "tuned-example"
+backends = ["numpyro"]
+model = { hidden = [4] }
+
+[[datasets]]
+name = "diabetes"
+
+[[datasets]]
+name = "gap"
+exclude = ["map.tuned"]
+
+[methods.map]
+num_steps = 100
+
+[methods.map.tune]
+grid = { noise = [0.3, 0.5, 1.0], prior_scale = [0.3, 1.0], num_steps = [1000, 4000] }
+validation_fraction = 0.2
+"""
+
+
+def test_the_documented_toml_syntax_reads(tmp_path: Path) -> None:
+    path = tmp_path / "tuned.toml"
+    path.write_text(TOML)
+    suite = load_suite(path)
+    assert [c.cell_id for c in suite.cells()] == [
+        "diabetes-split0-map-numpyro-seed0",
+        "diabetes-split0-map-tuned-numpyro-seed0",
+        "gap-split0-map-numpyro-seed0",
+    ]
+    tuned = suite.cells()[1]
+    assert Tuning.from_dict(tuned.tune).grid == {
+        "noise": (0.3, 0.5, 1.0), "prior_scale": (0.3, 1.0), "num_steps": (1000, 4000)
+    }  # fmt: skip
+    assert len(Tuning.from_dict(tuned.tune).combinations()) == 12
 
 
 def test_an_untuned_suite_is_unchanged() -> None:
@@ -218,8 +256,8 @@ def _toy(n_train: int = 40, n_test: int = 10) -> Dataset:
 
 def _cell(grid: dict[str, list[Any]], **changes: Any) -> Cell:
     tune = {"grid": grid, "validation_fraction": 0.25}
-    fields = {"method": "map", "backend": "pyro", "seed": 2, "model": {"hidden": [3]}}
-    return Cell(suite="s", dataset="toy", split=4, tune=tune, **{**fields, **changes})
+    fields = {"method": "map", "backend": "pyro", "seed": 2, "split": 4, "model": {"hidden": [3]}}
+    return Cell(suite="s", dataset="toy", tune=tune, **{**fields, **changes})
 
 
 class FakeFit:
@@ -278,6 +316,16 @@ def test_tuning_fits_see_only_the_fit_part_and_score_on_the_validation_part() ->
     assert tuned.options == {"learning_rate": tuned.info["chosen"]["learning_rate"]}
     assert tuned.info["n_fit"] == 30 and tuned.info["n_validation"] == 10
     assert tuned.seconds >= sum(s["seconds"] for s in tuned.info["scores"])
+
+
+def test_the_validation_split_is_fixed_by_the_cells_seed_and_split_on_every_backend() -> None:
+    data = _toy()
+    held_out = tuning_split(_cell({"noise": [1.0]}), data).validation_indices
+    same = tuning_split(_cell({"noise": [2.0]}, backend="numpyro"), data).validation_indices
+    np.testing.assert_array_equal(held_out, same)
+    for other in ({"seed": 3}, {"split": 5}):
+        moved = tuning_split(_cell({"noise": [1.0]}, **other), data).validation_indices
+        assert not np.array_equal(held_out, moved)
 
 
 def test_the_chosen_combination_is_the_argmax_of_the_scores_and_the_first_of_a_tie() -> None:
