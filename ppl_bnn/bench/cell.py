@@ -61,7 +61,7 @@ class Cell(_Runnable):
             (``sine-beta-split0-svi-numpyro-seed0-kl_weight0.1``). In the config only when set.
         tune: The grid its settings are chosen from on a validation split of its training set
             (``{"grid": {name: values}, "validation_fraction": 0.2}``, see
-            :mod:`ppl_bnn.bench.tuning`), or None: the cell is the tuned contestant
+            :mod:`ppl_bnn.bench.tuning`), or None. A cell with a grid is the tuned contestant
             ``"<method> (tuned)"`` (:attr:`contestant`), and ``-tuned`` follows the method in
             its id (``diabetes-split0-map-tuned-numpyro-seed0``). In the config only when set.
     """
