@@ -59,6 +59,11 @@ class Cell(_Runnable):
         sweep: The option a study sweeps (``"kl_weight"``), or None: the cell is one point of
             the study, not a contestant; its value (in ``options``) joins the cell id
             (``sine-beta-split0-svi-numpyro-seed0-kl_weight0.1``). In the config only when set.
+        tune: The grid its settings are chosen from on a validation split of its training set
+            (``{"grid": {name: values}, "validation_fraction": 0.2}``, see
+            :mod:`ppl_bnn.bench.tuning`), or None. A cell with a grid is the tuned contestant
+            ``"<method> (tuned)"`` (:attr:`contestant`), and ``-tuned`` follows the method in
+            its id (``diabetes-split0-map-tuned-numpyro-seed0``). In the config only when set.
     """
 
     suite: str
@@ -75,12 +80,14 @@ class Cell(_Runnable):
     budget_note: str | None = None
     variant: str | None = None
     sweep: str | None = None
+    tune: dict[str, Any] | None = None
 
     @property
     def cell_id(self) -> str:
         """Directory-safe identifier, unique within a suite."""
+        method = self.method if self.tune is None else f"{self.method}-tuned"
         base = (
-            f"{self.label.replace('/', '-')}-split{self.split}-{self.method}-{self.backend}"
+            f"{self.label.replace('/', '-')}-split{self.split}-{method}-{self.backend}"
             f"-seed{self.seed}"
         )
         if self.sweep is None:
@@ -92,13 +99,18 @@ class Cell(_Runnable):
         """The dataset as reports name it: ``mnist``, or ``mnist/lenet5`` for a variant."""
         return dataset_label(self.dataset, self.variant)
 
+    @property
+    def contestant(self) -> str:
+        """The method as reports name it: ``map``, or ``map (tuned)`` for a tuned cell."""
+        return contestant_label(self.method, self.tune is not None)
+
     def config(self) -> dict[str, Any]:
         """Everything that determines the cell's result (the timeout and note do not; the
-        variant only when set)."""
+        variant, sweep and tuning grid only when set)."""
         out = asdict(self)
         for key in ("suite", "timeout_s", "budget_note"):
             out.pop(key)
-        for key in ("variant", "sweep"):
+        for key in ("variant", "sweep", "tune"):
             if out[key] is None:
                 out.pop(key)
         return out
@@ -108,6 +120,20 @@ def sweep_value_text(value: Any) -> str:
     """A swept number as it joins a cell id: ``1``, ``0.1``, ``0.0001`` (Python's shortest
     round-trip form, so distinct values give distinct ids)."""
     return repr(value) if isinstance(value, int) else repr(float(value))
+
+
+#: What follows a tuned contestant's method name in reports.
+TUNED_SUFFIX = " (tuned)"
+
+
+def contestant_label(method: str, tuned: bool) -> str:
+    """``method``, or ``method (tuned)`` for the contestant whose settings are tuned."""
+    return f"{method}{TUNED_SUFFIX}" if tuned else method
+
+
+def base_method(contestant: str) -> str:
+    """The method behind a contestant label (``map (tuned)`` -> ``map``)."""
+    return contestant.removesuffix(TUNED_SUFFIX)
 
 
 def dataset_label(dataset: str, variant: str | None) -> str:

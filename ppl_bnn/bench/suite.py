@@ -30,7 +30,7 @@ posteriors are sampled::
     model = { hidden = [20, 20] }        # overrides [model]
     variant = "wide"                     # a name for this model when a set is listed twice
     image = true                         # image sets: inputs (N, H, W, 1), for layers = [...]
-    exclude = ["laplace"]                # "method" or "method.backend"
+    exclude = ["laplace"]                # "method", "method.backend" or "method.tuned"
     options = { "sgld" = { step_size = 1e-4 } }   # keys "method" or "method.backend"
     no_reference = "why"                 # no reference posterior here, and why not
     timeout_s = 3600                     # its cells' limit, instead of the suite's (not its
@@ -42,6 +42,10 @@ posteriors are sampled::
     [methods.nuts.pyro]                  # backend-specific overrides ...
     num_warmup = 100
     budget_note = "..."                  # ... stated in the report
+
+    [methods.map.tune]                   # a tuned contestant, "map (tuned)", beside "map"
+    grid = { noise = [0.3, 1.0], prior_scale = [0.3, 1.0], num_steps = [1000, 4000] }
+    validation_fraction = 0.2            # the default
 
 Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
 
@@ -71,6 +75,16 @@ may set the method's other options. The option's name and value join the cell id
 (``sine-beta-split0-svi-numpyro-seed0-kl_weight0.1``), and the report shows these cells in a
 section of their own, never in the Summary, rankings or tables of the contestants.
 
+A method with a ``tune`` table runs twice: as given, and as the tuned contestant
+``<method> (tuned)``, whose settings are chosen per cell from the grid on a validation split
+carved from its training set (never the test set; see :mod:`ppl_bnn.bench.tuning`). Grid keys
+are options of the method or the model settings ``noise`` (a known noise std, standardised
+units; regression sets only) and ``prior_scale``; each is a list of distinct finite numbers,
+with at most 64 combinations in all. A dataset may change the grid (``options = { map = {
+tune = { grid = {...} } } }``, key by key over the method's table) or drop the tuned
+contestant (``exclude = ["map.tuned"]``); a study (``sweep``) is never tuned. ``-tuned``
+follows the method in the cell ids (``diabetes-split0-map-tuned-numpyro-seed0``).
+
 With a ``[reference]`` table, every (dataset, split) also gets a reference job
 (:meth:`Suite.references`): NumPyro NUTS with these settings on the model the cells fit there
 (data limits included), keeping 1,000 draws of the test predictive; a dataset with
@@ -83,7 +97,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +117,7 @@ from ppl_bnn.bench.schema import (
     check_text,
     check_timeout,
 )
+from ppl_bnn.bench.tuning import Tuning, check_tuned_cell, parse_tuning
 from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
 from ppl_bnn.methods import available, get_method
@@ -158,7 +173,7 @@ class Sweep:
 @dataclass(frozen=True)
 class DatasetEntry:
     """One dataset of a suite and its overrides (``timeout_s``: its cells' limit in seconds,
-    None for the suite's)."""
+    None for the suite's; ``tune``: the grid of each method that also runs tuned here)."""
 
     name: str
     splits: tuple[int, ...] | str = (0,)
@@ -172,6 +187,7 @@ class DatasetEntry:
     image: bool = False
     timeout_s: float | None = None
     sweep: Sweep | None = None
+    tune: dict[str, Tuning] = field(default_factory=dict)
 
     def limits(self) -> dict[str, Any]:
         """The loader keywords given (``max_train``, ``max_test``, and ``image`` when true)."""
@@ -310,13 +326,18 @@ class Suite:
         )
 
     def _cells(self, entry: DatasetEntry, split: int, method: str, backend: str) -> list[Cell]:
-        """The cells of (``entry``, ``split``, ``method``, ``backend``): one per seed, or for a
-        sweep one per swept value at the suite's first seed (none for another method)."""
+        """The cells of (``entry``, ``split``, ``method``, ``backend``): one per seed (and one
+        more per seed for the tuned contestant, where the method is tuned here), or for a sweep
+        one per swept value at the suite's first seed (none for another method)."""
         if method in entry.exclude or f"{method}.{backend}" in entry.exclude:
             return []
         sweep = entry.sweep
         if sweep is None:
-            return self._cell(entry, split, method, backend, self.seeds)
+            cells = self._cell(entry, split, method, backend, self.seeds)
+            if method in entry.tune:
+                tuning = entry.tune[method].to_dict()
+                cells += [replace(c, tune=tuning) for c in cells]
+            return cells
         if method != sweep.method:
             return []
         return [
@@ -370,8 +391,13 @@ class Suite:
 
 
 def _selected(cell: Cell, key: str, values: set[str]) -> bool:
-    """Whether ``cell``'s ``key`` is in ``values``; datasets match by name or label."""
-    return getattr(cell, key) in values or (key == "dataset" and cell.label in values)
+    """Whether ``cell``'s ``key`` is in ``values``; datasets match by name or label, methods by
+    name (tuned or not) or contestant label (``map (tuned)``)."""
+    return (
+        getattr(cell, key) in values
+        or (key == "dataset" and cell.label in values)
+        or (key == "method" and cell.contestant in values)
+    )
 
 
 def suite_path(name_or_path: str | Path) -> Path:
@@ -448,11 +474,16 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
         for method in suite.methods:
             for backend in dict.fromkeys([*backends, *named]):
                 cells = suite._cells(entry, 0, method, backend)
-                # Cells differ in their seed only, or in a sweep's value: each value is checked.
-                for cell in cells if entry.sweep else cells[:1]:
-                    what = f"{where}: {cell.label} {cell.method} on {cell.backend}"
+                # Cells differ in their seed only, or in a sweep's value (each value is
+                # checked), or are tuned (each combination of the grid is checked).
+                first = cells[0].seed if cells else None
+                for cell in cells if entry.sweep else [c for c in cells if c.seed == first]:
+                    what = f"{where}: {cell.label} {cell.contestant} on {cell.backend}"
                     check_options(what, cell.method, cell.backend, cell.options)
                     _check_learned_prior(what, cell)
+                    if cell.tune is not None:
+                        # The sets that are not regression sets are the image sets.
+                        check_tuned_cell(what, cell, regression=entry.name not in IMAGE_SHAPES)
     return suite
 
 
@@ -487,23 +518,32 @@ def _parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
             raise SuiteError(f"{where} [methods.{method}]: must be a table of options")
         methods[method] = dict(table)
         for key, value in table.items():
-            if isinstance(value, dict) and key not in BACKENDS:
+            if key == "tune":
+                parse_tuning(f"{where} [methods.{method}.tune]", value, method)
+            elif isinstance(value, dict) and key not in BACKENDS:
                 raise SuiteError(
                     f"{where} [methods.{method}]: sub-table {key!r} is not a backend "
-                    f"({list(BACKENDS)})"
+                    f"({list(BACKENDS)}) nor tune"
+                )
+            elif isinstance(value, dict) and "tune" in value:
+                raise SuiteError(
+                    f"{where} [methods.{method}.{key}]: tune is set for a method on every "
+                    f"backend ([methods.{method}.tune]), not per backend"
                 )
     return methods
 
 
-def _method_key(loc: str, key: Any, methods: Mapping[str, Any]) -> None:
-    """``key`` of a dataset's ``exclude`` or ``options``: ``method`` or ``method.backend``."""
+def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = False) -> None:
+    """``key`` of a dataset's ``exclude`` or ``options``: ``method`` or ``method.backend``, and
+    with ``tuned`` (an ``exclude``) also ``method.tuned``, the tuned contestant."""
     if not isinstance(key, str):
         raise SuiteError(f"{loc}: {key!r} is not a method name")
     method, _, backend = key.partition(".")
     if method not in methods:
         raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
-    if backend and backend not in BACKENDS:
-        raise SuiteError(f"{loc}: {key!r} names no backend ({list(BACKENDS)})")
+    if backend and backend not in BACKENDS and not (tuned and backend == "tuned"):
+        more = " or tuned" if tuned else ""
+        raise SuiteError(f"{loc}: {key!r} names no backend ({list(BACKENDS)}){more}")
 
 
 def _parse_dataset(
@@ -551,9 +591,12 @@ def _parse_dataset(
         raise SuiteError(f"{loc}: options must map method names to tables of options")
     if not all(isinstance(key, str) for key in exclude):
         raise SuiteError(f"{loc}: exclude must be a list of strings, got {exclude!r}")
-    for key in [*exclude, *options]:
+    for key in exclude:
+        _method_key(loc, key, methods, tuned=True)
+    for key in options:
         _method_key(loc, key, methods)
     sweep = _parse_sweep(f"{loc} sweep", table.get("sweep"), methods, exclude, options)
+    tune = _dataset_tuning(loc, methods, exclude, options, sweep)
     limits = {
         key: None if table.get(key) is None else check_int(loc, table, key, 0, minimum=1)
         for key in ("max_train", "max_test")
@@ -563,14 +606,53 @@ def _parse_dataset(
         splits="all" if splits == "all" else tuple(splits),
         model=override,
         exclude=tuple(exclude),
-        options={k: dict(v) for k, v in options.items()},
+        options={k: {o: v for o, v in t.items() if o != "tune"} for k, t in options.items()},
         no_reference=check_text(loc, table, "no_reference"),
         variant=variant,
         image=image,
         timeout_s=None if "timeout_s" not in table else check_timeout(loc, table),
         sweep=sweep,
+        tune=tune,
         **limits,
     )
+
+
+def _dataset_tuning(
+    loc: str,
+    methods: Mapping[str, Any],
+    exclude: list[str],
+    options: Mapping[str, Any],
+    sweep: Sweep | None,
+) -> dict[str, Tuning]:
+    """The grid of each method that runs tuned on this dataset: its ``[methods.<name>.tune]``
+    updated key by key by the dataset's ``options = { <name> = { tune = ... } }``, unless
+    ``exclude`` names ``<name>.tuned`` or the dataset is a study (``sweep``)."""
+    for key, table in options.items():
+        if "." in key and "tune" in table:
+            raise SuiteError(
+                f"{loc}: options {key!r} set tune; a dataset tunes a method on every backend "
+                f"(options = {{ {key.partition('.')[0]} = {{ tune = ... }} }})"
+            )
+    if sweep is not None:
+        if any("tune" in table for table in options.values()):
+            raise SuiteError(f"{loc}: a study (sweep) is not tuned; drop tune from its options")
+        return {}
+    out = {}
+    for method, table in methods.items():
+        given = options.get(method, {}).get("tune")
+        if given is not None and not isinstance(given, Mapping):
+            raise SuiteError(f"{loc}: options {method!r} tune must be a table, got {given!r}")
+        if table.get("tune") is None and given is None:
+            if f"{method}.tuned" in exclude:
+                raise SuiteError(
+                    f"{loc}: exclude names {method}.tuned, but {method!r} is not tuned here"
+                )
+            continue
+        if f"{method}.tuned" in exclude or method in exclude:
+            continue
+        raw = {**(table.get("tune") or {}), **(given or {})}
+        out[method] = parse_tuning(f"{loc} {method} tune", raw, method)
+    return out
 
 
 def _parse_sweep(

@@ -29,6 +29,7 @@ from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
 from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
+from ppl_bnn.bench.tuning import reports_divergence, tune
 from ppl_bnn.data import load_dataset
 from ppl_bnn.files import write_atomic
 from ppl_bnn.methods import get_method
@@ -37,11 +38,6 @@ from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
 
 logger = logging.getLogger(__name__)
-
-
-def _is_diverged(info: dict[str, Any]) -> bool:
-    at = info.get("diverged_at_step")
-    return bool(info.get("diverged") or isinstance(at, int) or info.get("members_diverged"))
 
 
 def run(
@@ -65,14 +61,19 @@ def run(
         else:
             configure_runtime(torch_threads=threads)
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
-        model = BNN(data.x_train, data.y_train, **model_arguments(cell.model, data))
+        settings, options, tuning = cell.model, cell.options, None
+        if cell.tune is not None:
+            # Settings chosen on a validation split of the training set, never the test set.
+            tuning = tune(cell, data)
+            settings, options = tuning.model, tuning.options
+        model = BNN(data.x_train, data.y_train, **model_arguments(settings, data))
         # The test set as the held-out set of a training curve: shown in the report only,
         # never used to fit or to choose anything.
         held_out = {}
         if get_method(cell.method, cell.backend).records_curves:
             held_out["validation"] = (data.x_test, data.y_test)
         result = fit(
-            model, cell.method, backend=cell.backend, seed=cell.seed, **held_out, **cell.options
+            model, cell.method, backend=cell.backend, seed=cell.seed, **held_out, **options
         )
         evaluation = evaluate(result, data, stored_draws=cell.stored_draws)
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
@@ -82,14 +83,17 @@ def run(
         write_atomic(
             out_dir / PREDICTIONS_FILE, lambda tmp: preds.to_netcdf(tmp, engine="h5netcdf")
         )
+        info, timings = result.info, {**result.timings, **evaluation.timings}
+        if tuning is not None:
+            info, timings = {**info, "tuning": tuning.info}, {**timings, "tuning": tuning.seconds}
         record.update(
-            status="diverged" if _is_diverged(result.info) else "ok",
+            status="diverged" if reports_divergence(result.info) else "ok",
             metrics=evaluation.metrics,
             flags=evaluation.flags,
             regions=evaluation.regions,
             curves=evaluation.curves,
-            timings={**result.timings, **evaluation.timings},
-            info=result.info,
+            timings=timings,
+            info=info,
             versions=result.versions,
             files={"inference_data": IDATA_FILE, "predictions": PREDICTIONS_FILE},
             n_train=data.n_train,

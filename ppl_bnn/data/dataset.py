@@ -42,6 +42,8 @@ class Dataset:
             lies: True where a test input lies where the training inputs do; else ``None``.
         regions: the names of the two parts ``test_inside`` splits the test set into, inside
             first (e.g. ``("in range", "out of range")``); ``None`` without ``test_inside``.
+        pixel_max: image sets: the inputs were divided by this (the largest pixel value)
+            instead of standardised; ``None`` for standardised inputs.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Dataset:
     source: str = ""
     test_inside: np.ndarray | None = None
     regions: tuple[str, str] | None = None
+    pixel_max: float | None = None
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:

@@ -164,4 +164,5 @@ def build(
         source=raw.source,
         test_inside=test_inside,
         regions=raw.regions,
+        pixel_max=raw.pixel_max,
     )

@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from ppl_bnn.bench.cell import base_method
 from ppl_bnn.methods import method_names
-from ppl_bnn.report import figures, pruning, refusal, stats, sweeps, tables
+from ppl_bnn.report import figures, pruning, refusal, stats, sweeps, tables, tuning
 from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.document import (
     BulletList,
@@ -246,6 +247,7 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
     blocks = section.blocks
     _add(blocks, b.safe(f"{dataset} table", tables.dataset_table, results, dataset))
     _add(blocks, b.safe(f"{dataset} budget notes", tables.budget_notes, results, dataset))
+    _add(blocks, b.safe(f"{dataset} tuning", tuning.tuning_notes, results, dataset))
     problem = b.safe(f"{dataset} problems", tables.problems, results, dataset)
     if problem is not None and problem[0] is not None:
         table, details = problem
@@ -318,7 +320,7 @@ def _rank_cells(results: SuiteResults) -> list[str]:
     for dataset in results.datasets():
         sub = cells[
             (cells["dataset"] == dataset)
-            & cells["method"].isin(RANK_METHODS)
+            & cells["method"].map(base_method).isin(RANK_METHODS)
             & (cells["status"] == "ok")
         ]
         for (method, backend), group in sub.groupby(["method", "backend"], sort=False):

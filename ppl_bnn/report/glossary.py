@@ -122,6 +122,11 @@ QUANTITIES: dict[str, Quantity] = {
     "time_sampling": Quantity("sampling s", "seconds drawing from the (approximate) posterior"),
     "time_predict": Quantity("predict s", "seconds predicting at the test inputs"),
     "time_cell_wall": Quantity("cell wall s", "wall seconds of the cell's process"),
+    "time_tuning": Quantity(
+        "tuning s",
+        "seconds choosing a tuned contestant's settings: every fit of its grid on the "
+        "validation split, apart from the final fit",
+    ),
     # against a reference posterior
     "ref_w2": Quantity(
         "W2 to ref.",

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.bench.cell import cell_from_dict, dataset_label
+from ppl_bnn.bench.cell import base_method, cell_from_dict, contestant_label, dataset_label
 from ppl_bnn.bench.record import (
     PREDICTIONS_FILE,
     RECORD_FILE,
@@ -48,8 +48,10 @@ _CLASSIFICATION_KEYS = {"accuracy", "nll", "brier", "ece"}
 
 
 def method_key(method: str) -> tuple[int, str]:
-    """Sort key putting methods in :data:`METHOD_ORDER`."""
-    order = METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER)
+    """Sort key putting methods in :data:`METHOD_ORDER`, a tuned contestant (``map (tuned)``)
+    right after its method."""
+    base = base_method(method)
+    order = METHOD_ORDER.index(base) if base in METHOD_ORDER else len(METHOD_ORDER)
     return order, method
 
 
@@ -106,6 +108,12 @@ def _label(config: Mapping[str, Any]) -> Any:
     return dataset_label(dataset, config.get("variant")) if dataset is not None else None
 
 
+def _contestant(config: Mapping[str, Any]) -> Any:
+    """A cell's method as the report names it: ``map``, or ``map (tuned)`` for a tuned cell."""
+    method = config.get("method")
+    return None if method is None else contestant_label(method, config.get("tune") is not None)
+
+
 def is_study(record: Mapping[str, Any]) -> bool:
     """Whether a cell record is a point of a study (a suite's ``sweep``), not a contestant."""
     return (record.get("config") or {}).get("sweep") is not None
@@ -129,7 +137,7 @@ def cells_frame(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, lis
             "suite": rec.get("suite"),
             "dataset": _label(config),
             "split": config.get("split"),
-            "method": config.get("method"),
+            "method": _contestant(config),
             "backend": config.get("backend"),
             "seed": config.get("seed"),
             "status": rec.get("status"),

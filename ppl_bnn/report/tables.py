@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppl_bnn.bench.cell import base_method
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Details, Inline, Link, Paragraph, Strong, Table
 from ppl_bnn.report.glossary import (
@@ -115,7 +116,7 @@ def metric_table(
     """
     cells = results.cells[results.cells["dataset"] == dataset]
     if methods is not None:
-        cells = cells[cells["method"].isin(methods)]
+        cells = cells[cells["method"].map(base_method).isin(methods)]
     cols = _present(cells, columns)
     if cells.empty or not cols:
         return None
@@ -213,11 +214,13 @@ def cost_table(results: SuiteResults, dataset: str) -> Table | None:
         "time_sampling",
         "time_predict",
         "time_cell_wall",
+        "time_tuning",
         *COST_METRICS,
     ]
     caption = (
         "Where the time goes (seconds, mean ± SE): compile/trace, warmup or optimisation, "
-        "sampling and prediction, and cost per step, per gradient and per effective sample."
+        "sampling and prediction, choosing a tuned contestant's settings (apart from its fit), "
+        "and cost per step, per gradient and per effective sample."
     )
     return metric_table(results, dataset, columns, caption)
 
