@@ -3,6 +3,7 @@ method of the table its own), a marker and a line style per backend."""
 
 from __future__ import annotations
 
+from ppl_bnn.bench.cell import TUNED_SUFFIX, base_method
 from ppl_bnn.report.load import METHOD_ORDER
 
 _PALETTE = [
@@ -27,9 +28,22 @@ _MARKERS = {"numpyro": "o", "pyro": "s"}
 _LINESTYLES = {"numpyro": "-", "pyro": "--"}
 
 
+#: A tuned contestant's colour: its method's, this much of the way to black.
+_TUNED_DARKENING = 0.45
+
+
+def _darker(colour: str, share: float) -> str:
+    """``colour`` (``#rrggbb``) moved ``share`` of the way to black."""
+    channels = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c * (1 - share)):02x}" for c in channels)
+
+
 def method_color(method: str) -> str:
     """A fixed colour per method, the same in every figure (each method of the table its own:
-    the palette is at least as long as the table, tested)."""
+    the palette is at least as long as the table, tested); a tuned contestant (``map (tuned)``)
+    takes a darker shade of its method's."""
+    if method.endswith(TUNED_SUFFIX):
+        return _darker(method_color(base_method(method)), _TUNED_DARKENING)
     if method in METHOD_ORDER:
         return _PALETTE[METHOD_ORDER.index(method)]
     return _PALETTE[(len(METHOD_ORDER) + sum(map(ord, method))) % len(_PALETTE)]

@@ -10,3 +10,14 @@ def test_every_method_of_the_table_has_its_own_colour():
     colours = [method_color(m.name) for m in METHODS]
     assert len(set(colours)) == len(colours)
     assert method_color("a method not in the table").startswith("#")
+
+
+def test_a_tuned_contestant_takes_a_darker_shade_of_its_methods_colour():
+    table = {method_color(m.name) for m in METHODS}
+    tuned = method_color("map (tuned)")
+    assert tuned not in table and tuned != method_color("map")
+
+    def channels(colour: str) -> list[int]:
+        return [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+
+    assert all(t < b for t, b in zip(channels(tuned), channels(method_color("map")), strict=True))
