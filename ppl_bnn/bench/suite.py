@@ -30,7 +30,8 @@ posteriors are sampled::
     model = { hidden = [20, 20] }        # overrides [model]
     variant = "wide"                     # a name for this model when a set is listed twice
     image = true                         # image sets: inputs (N, H, W, 1), for layers = [...]
-    exclude = ["laplace"]                # "method", "method.backend" or "method.tuned"
+    exclude = ["laplace"]                # "method", "method.backend", "method.tuned" or
+                                         # "method.untuned" (the method runs tuned only)
     options = { "sgld" = { step_size = 1e-4 } }   # keys "method" or "method.backend"
     no_reference = "why"                 # no reference posterior here, and why not
     timeout_s = 3600                     # its cells' limit, instead of the suite's (not its
@@ -82,7 +83,8 @@ are options of the method or the model settings ``noise`` (a known noise std, st
 units; regression sets only) and ``prior_scale``; each is a list of distinct finite numbers,
 with at most 64 combinations in all. A dataset may change the grid (``options = { map = {
 tune = { grid = {...} } } }``, key by key over the method's table) or drop the tuned
-contestant (``exclude = ["map.tuned"]``); a study (``sweep``) is never tuned. ``-tuned``
+contestant (``exclude = ["map.tuned"]``) or the untuned one (``exclude = ["swag.untuned"]``,
+for a method with no setting worth showing untuned); a study (``sweep``) is never tuned. ``-tuned``
 follows the method in the cell ids (``diabetes-split0-map-tuned-numpyro-seed0``).
 
 With a ``[reference]`` table, every (dataset, split) also gets a reference job
@@ -336,7 +338,8 @@ class Suite:
             cells = self._cell(entry, split, method, backend, self.seeds)
             if method in entry.tune:
                 tuning = entry.tune[method].to_dict()
-                cells += [replace(c, tune=tuning) for c in cells]
+                tuned = [replace(c, tune=tuning) for c in cells]
+                cells = tuned if f"{method}.untuned" in entry.exclude else cells + tuned
             return cells
         if method != sweep.method:
             return []
@@ -533,16 +536,21 @@ def _parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
     return methods
 
 
+#: The contestants of a tuned method an ``exclude`` may name: ``method.tuned``, ``method.untuned``.
+_CONTESTANTS = ("tuned", "untuned")
+
+
 def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = False) -> None:
     """``key`` of a dataset's ``exclude`` or ``options``: ``method`` or ``method.backend``, and
-    with ``tuned`` (an ``exclude``) also ``method.tuned``, the tuned contestant."""
+    with ``tuned`` (an ``exclude``) also ``method.tuned`` (the tuned contestant) or
+    ``method.untuned`` (the method as given)."""
     if not isinstance(key, str):
         raise SuiteError(f"{loc}: {key!r} is not a method name")
     method, _, backend = key.partition(".")
     if method not in methods:
         raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
-    if backend and backend not in BACKENDS and not (tuned and backend == "tuned"):
-        more = " or tuned" if tuned else ""
+    if backend and backend not in BACKENDS and not (tuned and backend in _CONTESTANTS):
+        more = " or tuned / untuned" if tuned else ""
         raise SuiteError(f"{loc}: {key!r} names no backend ({list(BACKENDS)}){more}")
 
 
@@ -643,12 +651,19 @@ def _dataset_tuning(
         if given is not None and not isinstance(given, Mapping):
             raise SuiteError(f"{loc}: options {method!r} tune must be a table, got {given!r}")
         if table.get("tune") is None and given is None:
-            if f"{method}.tuned" in exclude:
-                raise SuiteError(
-                    f"{loc}: exclude names {method}.tuned, but {method!r} is not tuned here"
-                )
+            for contestant in _CONTESTANTS:
+                if f"{method}.{contestant}" in exclude:
+                    raise SuiteError(
+                        f"{loc}: exclude names {method}.{contestant}, but {method!r} is not "
+                        "tuned here"
+                    )
             continue
         if f"{method}.tuned" in exclude or method in exclude:
+            if f"{method}.untuned" in exclude:
+                raise SuiteError(
+                    f"{loc}: exclude names both {method}.tuned and {method}.untuned: "
+                    f"exclude {method!r} instead"
+                )
             continue
         raw = {**(table.get("tune") or {}), **(given or {})}
         out[method] = parse_tuning(f"{loc} {method} tune", raw, method)

@@ -137,6 +137,29 @@ def test_a_dataset_changes_the_grid_key_by_key_or_drops_the_tuned_contestant() -
     assert suite.datasets[0].options == {"map": {}}
 
 
+def test_a_dataset_can_run_a_method_tuned_only() -> None:
+    raw = _raw()
+    raw["datasets"][1]["exclude"] = ["map.untuned"]
+    contestants = {(c.label, c.contestant) for c in parse_suite(raw).cells()}
+    assert ("gap", "map (tuned)") in contestants and ("gap", "map") not in contestants
+    assert {("sine", "map"), ("sine", "map (tuned)")} <= contestants
+
+
+@pytest.mark.parametrize(
+    ("exclude", "match"),
+    [
+        (["svi.untuned"], "exclude names svi.untuned, but 'svi' is not tuned here"),
+        (["map.tuned", "map.untuned"], "exclude names both map.tuned and map.untuned"),
+        (["map.retuned"], "names no backend .* or tuned / untuned"),
+    ],
+)
+def test_bad_contestant_excludes_are_refused(exclude: list[str], match: str) -> None:
+    raw = _raw()
+    raw["datasets"][1]["exclude"] = exclude
+    with pytest.raises(SuiteError, match=match):
+        parse_suite(raw)
+
+
 def test_a_tuned_noise_replaces_learned_noise_and_its_prior() -> None:
     model = {
         "hidden": [4],
