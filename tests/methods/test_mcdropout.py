@@ -208,3 +208,51 @@ def test_concrete_dropout_refuses_a_learned_prior(data):
     model = BNN(*data, hidden=(3,), noise=0.1, prior=priors.ScaleMixture(learned=True))
     with pytest.raises(ValueError, match="learned=False for concrete=True"):
         fit(model, "mcdropout", concrete=True, num_steps=2)
+
+
+def program_trace(backend: str, model: BNN, params: dict, dropout: Dropout) -> dict:
+    """The sites of one run of the model trained with ``dropout`` at ``params``."""
+    ops = get_backend(backend)
+    program = ops.model(model.spec, dropout=dropout)
+    x, y = ops.data(model.spec, model.x, model.y)
+    if backend == "numpyro":
+        import numpyro
+
+        conditioned = numpyro.handlers.seed(numpyro.handlers.substitute(program, params), 0)
+        return numpyro.handlers.trace(conditioned).get_trace(x, y)
+    import pyro
+    import torch
+
+    from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
+
+    tensors = {k: torch.as_tensor(v) for k, v in params.items()}
+    with pyro_scope(), seeded_torch(0), torch.no_grad():
+        trace = pyro.poutine.trace(pyro.poutine.condition(program, data=tensors)).get_trace(x, y)
+        return dict(trace.nodes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concrete_regulariser_is_gal_et_al_s(model, backend):
+    """The regulariser at the initial rate p: per dense layer, p / (1 - p) times the Normal(0, 1)
+    prior's weight decay -|W|^2 / 2, plus K H(p) for its K input units (lambda = 2 here)."""
+    p, lam = 0.3, 2.0
+    params = model.init_params(seed=0)
+    trace = program_trace(backend, model, params, Dropout(p, concrete=True, regularizer=lam))
+    log_factor = float(np.asarray(trace["dropout_regularizer"]["fn"].log_factor))
+    entropy = -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    expected = sum(
+        p / (1 - p) * -0.5 * np.sum(params[w].astype(np.float64) ** 2) + lam * units * entropy
+        for w, units in dense_weights(model.spec)
+    )
+    np.testing.assert_allclose(log_factor, expected, rtol=1e-5)
+    rates = {name: float(np.asarray(trace[name]["value"])) for name in trace if "rate" in name}
+    np.testing.assert_allclose(list(rates.values()), [p, p], rtol=1e-6)
+    assert set(rates) == {"dropout_rate0", "dropout_rate1"}
+    assert "dropout_regularizer" not in program_trace(backend, model, params, Dropout(p))
+
+
+def test_a_fit_with_learned_rates_is_saved_and_loaded(model, tmp_path):
+    result = fit(model, "mcdropout", seed=0, concrete=True, num_steps=5, num_draws=3)
+    loaded = type(result).load(result.save(tmp_path / "fit"))
+    assert loaded.info["dropout_rates"] == result.info["dropout_rates"]
+    assert loaded.info["mcdropout"] == result.info["mcdropout"]
