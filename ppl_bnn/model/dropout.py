@@ -97,7 +97,8 @@ class Dropout:
             h = x
             for layer, sites in spec.layer_params:
                 if isinstance(layer, Dense):
-                    h = self._mask(h, rates[sites["w"]], ppl)
+                    draws = tuple(params[sites["w"]].shape[:-2])
+                    h = self._mask(h, rates[sites["w"]], draws, ppl)
                 h = layer.forward({kind: params[name] for kind, name in sites.items()}, h, ppl)
             return h
 
@@ -110,13 +111,17 @@ class Dropout:
         unit = ppl.dist.constraints.unit_interval
         return {w: ppl.param(rate_site(w), self.rate, unit) for w, _ in dense_weights(spec)}
 
-    def _mask(self, h: Any, rate: Any, ppl: PPL) -> Any:
-        """:math:`h \\odot m / (1 - p)`, one mask entry per example and unit of ``h``."""
+    def _mask(self, h: Any, rate: Any, draws: tuple[int, ...], ppl: PPL) -> Any:
+        """:math:`h \\odot m / (1 - p)`, one mask entry per example and unit of ``h`` and per
+        draw of the weights (``draws``, their leading axes: vectorised particles), so that an
+        input ``x`` shared by every draw gets a mask of its own in each."""
+        lead = draws if len(draws) >= len(h.shape) - 2 else tuple(h.shape[:-2])
+        shape = (*lead, *h.shape[-2:])
         if self.concrete:
-            dropped = ppl.draw(ppl.dist.RelaxedBernoulli(self.temperature, probs=rate), h.shape)
+            dropped = ppl.draw(ppl.dist.RelaxedBernoulli(self.temperature, probs=rate), shape)
             keep = 1.0 - dropped
         else:
-            keep = ppl.draw(ppl.dist.Bernoulli(probs=1.0 - rate), h.shape)
+            keep = ppl.draw(ppl.dist.Bernoulli(probs=1.0 - rate), shape)
         return h * keep / (1.0 - rate)
 
     def _regulariser(

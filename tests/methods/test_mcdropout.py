@@ -62,6 +62,11 @@ def test_training_masks_each_example_and_unit_with_inverted_scaling(backend):
     assert abs(dropped.mean() - p) < 4 * se
     again = training_outputs(backend, model, params, Dropout(p), seed=1)[:, 0] / x[:, 0]
     assert not np.array_equal(np.isclose(again, 0.0), dropped)
+    # Two draws of the weights (vectorised particles): each its own mask on the shared input.
+    pair = {k: np.stack([v, v]) for k, v in params.items()}
+    both = training_outputs(backend, model, pair, Dropout(p), seed=0)[..., 0] / x[:, 0]
+    assert both.shape == (2, n)
+    assert not np.array_equal(np.isclose(both[0], 0.0), np.isclose(both[1], 0.0))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -256,3 +261,12 @@ def test_a_fit_with_learned_rates_is_saved_and_loaded(model, tmp_path):
     loaded = type(result).load(result.save(tmp_path / "fit"))
     assert loaded.info["dropout_rates"] == result.info["dropout_rates"]
     assert loaded.info["mcdropout"] == result.info["mcdropout"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_several_particles_average_several_masks(model, backend):
+    """num_particles masks per step (vectorised on both backends) train as one does."""
+    result = fit(model, "mcdropout", backend=backend, seed=0, num_steps=5, num_draws=2,
+                 num_particles=3, dropout_rate=0.5)  # fmt: skip
+    assert np.all(np.isfinite(result.losses))
+    assert result.draws["w0"].shape == (1, 2, 2, 6)
