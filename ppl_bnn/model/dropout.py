@@ -22,7 +22,7 @@ are relaxed,
           \qquad u \sim U(0, 1),
 
 (the library's ``RelaxedBernoulli`` with temperature :math:`t` draws :math:`1 - m`), and the
-log joint gains the regulariser of their Eq. 3 and code: the weight term of layer :math:`l`
+log joint gains the regulariser of their KL term and code: the weight term of layer :math:`l`
 scaled by :math:`1 / (1 - p_l)` and the dropout entropy of its :math:`K_l` input units,
 
 .. math:: \sum_l \Big[\frac{p_l}{1 - p_l}\big(\log p(W_l) - \log p(W_l = 0)\big)
@@ -30,7 +30,8 @@ scaled by :math:`1 / (1 - p_l)` and the dropout entropy of its :math:`K_l` input
           \qquad \mathcal H(p) = -p \log p - (1 - p) \log(1 - p),
 
 added to :math:`\log p(W_l)` so that the prior's weight decay (:math:`-\lVert W_l \rVert^2 /
-2 s^2` for a Normal prior) is divided by :math:`1 - p_l`. :math:`\lambda` is
+2 s^2` for a Normal prior; taken relative to :math:`W_l = 0`, so that a prior's normalising
+constant does not pull on :math:`p_l`) is divided by :math:`1 - p_l`. :math:`\lambda` is
 ``regularizer`` (their ``dropout_regularizer`` times N, the log joint being summed over the
 data; 1 is the coefficient of :math:`K \mathcal H(p)` in their KL). Biases keep their prior.
 
