@@ -37,8 +37,9 @@ def fit(
     Args:
         model: A :class:`~ppl_bnn.BNN` (spec plus training data).
         method: ``"svi"``, ``"lowrank"``, ``"fullrank"``, ``"map"``, ``"laplace"``, ``"swag"``,
-            ``"ensemble"``, ``"multiswag"``, ``"nuts"``, ``"hmc"``, ``"sgld"``, ``"sghmc"``,
-            ``"csgld"`` or ``"csghmc"`` (see :func:`ppl_bnn.available_methods`).
+            ``"mcdropout"``, ``"ensemble"``, ``"multiswag"``, ``"nuts"``, ``"hmc"``,
+            ``"sgld"``, ``"sghmc"``, ``"csgld"`` or ``"csghmc"`` (see
+            :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
         seed: Non-negative integer; the same seed gives the same draws on CPU.
         validation: Held-out ``(x_val, y_val)``, checked as the training data are, for a method

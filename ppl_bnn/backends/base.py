@@ -10,6 +10,7 @@ import numpy as np
 
 from ppl_bnn.backends import get_backend
 from ppl_bnn.model.bnn import BNN
+from ppl_bnn.model.dropout import Dropout
 from ppl_bnn.model.spec import BNNSpec
 
 
@@ -18,8 +19,9 @@ class Backend(Protocol):
 
     name: str
 
-    def model(self, spec: BNNSpec) -> Any:
-        """The model callable ``model(x, y=None)`` of this PPL."""
+    def model(self, spec: BNNSpec, dropout: Dropout | None = None) -> Any:
+        """The model callable ``model(x, y=None)`` of this PPL; with ``dropout``, the network
+        trained with dropout (:mod:`ppl_bnn.model.dropout`; ``mcdropout`` only)."""
 
     def log_joint(self, spec: BNNSpec) -> Any:
         """Differentiable ``(params, x, y, likelihood_scale) -> log joint`` in framework arrays."""

@@ -55,6 +55,7 @@ from ppl_bnn.methods.checks import (
 )
 from ppl_bnn.methods.divergence import check_finite_draws, diverged, nonfinite_sites
 from ppl_bnn.methods.minibatch import batch_schedule
+from ppl_bnn.model.dropout import RATE_PREFIX
 from ppl_bnn.model.estimators import check_estimator
 from ppl_bnn.model.program import HYPERPARAMETER_PREFIX
 from ppl_bnn.seeding import numpy_generator
@@ -272,6 +273,18 @@ def learned_prior_info(target: Target, params: Mapping[str, Any]) -> dict[str, A
         for name in learned.hyperparameters
     }
     return {"learned_prior": values}
+
+
+def dropout_rates_info(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"dropout_rates": {"w0": ..., ...}}``: concrete dropout's learned rates from ``params``
+    (constrained values by param site name; :mod:`ppl_bnn.model.dropout`), by the weight site
+    of their layer, or ``{}`` without any."""
+    rates = {
+        "w" + name[len(RATE_PREFIX) :]: float(np.asarray(value))
+        for name, value in params.items()
+        if name.startswith(RATE_PREFIX)
+    }
+    return {"dropout_rates": rates} if rates else {}
 
 
 def finish(

@@ -3,7 +3,7 @@ r"""Network layers as small objects: what parameters each has and how it maps it
 A layer turns an input batch ``h`` into an output batch and may own parameters. Parameters carry
 leading draw axes, so one forward pass serves one draw or many. The spec names a layer's
 parameters ``w{l}``, ``b{l}``, ... with ``l`` the index among layers that have parameters, so
-parameter-free layers (pooling, flattening, dropout) never shift the names.
+parameter-free layers (pooling, flattening) never shift the names.
 
 - :class:`Dense`: :math:`h \mapsto \phi(h W + b)`, ``W`` (in, out), ``b`` (out,).
 - :class:`Conv2d`: :math:`h \mapsto \phi(h \star W + b)` on images (H, W, C), channels last,
@@ -16,7 +16,8 @@ parameter-free layers (pooling, flattening, dropout) never shift the names.
 Images are (H, W, C) on every backend; the array operations a layer needs beyond ``@`` and
 broadcasting (``conv2d``, ``pool``) come from the backend's ops
 (:class:`~ppl_bnn.model.program.PPL`), which take explicit padding amounts computed here, so
-both backends pad alike. ``Dropout`` would belong here too, one class satisfying :class:`Layer`.
+both backends pad alike. Dropout is no layer of the model: ``mcdropout`` trains with it on the
+input of every dense layer (:mod:`ppl_bnn.model.dropout`) and predicts from masked weights.
 
 This module imports neither torch nor jax.
 """

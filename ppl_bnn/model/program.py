@@ -36,6 +36,10 @@ class PPL:
             zeros; returns (*B, N, H', W', O).
         pool: ``pool(x, reduce, size)``: ``"max"`` or ``"avg"`` over non-overlapping ``size``
             windows (a pair) of ``x`` (..., H, W, C), leftover rows and columns dropped.
+        draw: ``draw(distribution, shape)``: a draw of ``shape`` from a distribution of the
+            library with its seeded randomness, reparameterised where it can be, not a site
+            (dropout masks, :mod:`ppl_bnn.model.dropout`).
+        factor: ``pyro.factor`` / ``numpyro.factor``: a term added to the log joint.
     """
 
     name: str
@@ -48,6 +52,8 @@ class PPL:
     activations: Mapping[str, Callable[[Any], Any]]
     conv2d: Callable[..., Any]
     pool: Callable[..., Any]
+    draw: Callable[[Any, Any], Any]
+    factor: Callable[[str, Any], Any]
 
 
 #: Prefix of the ``param`` sites of a learned prior's hyperparameters (``prior_pi``, ...).

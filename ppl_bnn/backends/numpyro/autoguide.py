@@ -23,6 +23,7 @@ from ppl_bnn.methods.optimisation import (
     OptimisationOptions,
     batch_schedule_for,
     check_losses,
+    dropout_rates_info,
     finish,
     learned_prior_info,
     loss_error,
@@ -107,6 +108,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         timings["curves"] = curve.seconds
         info.update(curve.info(losses, np.asarray(log_lik)))
     info.update(learned_prior_info(target, params))
+    info.update(dropout_rates_info(params))
     add_start(timings, info, start_values)
     draws = {k: np.asarray(v) for k, v in draws.items()}
     return finish(name, target, options, losses, draws, timings, variational, info)

@@ -18,6 +18,7 @@ from numpyro.infer.util import log_density as _numpyro_log_density
 from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.numpyro import conv
 from ppl_bnn.backends.numpyro.compile_cache import enable_jax_cache
+from ppl_bnn.model.dropout import Dropout
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
 
@@ -31,6 +32,17 @@ enable_jax_cache()
 def _param(name: str, init: float, constraint: Any) -> Any:
     """``numpyro.param`` with a number as its initial value (a float32 array)."""
     return numpyro.param(name, jnp.asarray(init, dtype=jnp.float32), constraint=constraint)
+
+
+def _draw(distribution: Any, shape: Any) -> jax.Array:
+    """A draw of ``shape`` with a key from the enclosing seed handler (``numpyro.prng_key``),
+    as SVI seeds the model at every step."""
+    key = numpyro.prng_key()
+    if key is None:
+        raise ValueError("a random draw inside the model needs it seeded (numpyro.handlers.seed)")
+    if distribution.has_rsample:
+        return distribution.rsample(key, tuple(shape))
+    return distribution.sample(key, tuple(shape))
 
 
 PPL_NUMPYRO = PPL(
@@ -49,6 +61,8 @@ PPL_NUMPYRO = PPL(
     },
     conv2d=conv.conv2d,
     pool=conv.pool,
+    draw=_draw,
+    factor=numpyro.factor,
 )
 
 
@@ -65,8 +79,10 @@ def no_valid_start_as(error: Callable[[], Exception]) -> Iterator[None]:
         raise error() from err
 
 
-def model(spec: BNNSpec) -> Any:
-    return partial(bnn_model, spec, PPL_NUMPYRO)
+def model(spec: BNNSpec, dropout: Dropout | None = None) -> Any:
+    if dropout is None:
+        return partial(bnn_model, spec, PPL_NUMPYRO)
+    return partial(bnn_model, spec, PPL_NUMPYRO, network=dropout.network(spec, PPL_NUMPYRO))
 
 
 def data(spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:

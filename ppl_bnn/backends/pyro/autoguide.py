@@ -23,6 +23,7 @@ from ppl_bnn.methods.optimisation import (
     OptimisationOptions,
     batch_schedule_for,
     check_losses,
+    dropout_rates_info,
     finish,
     learned_prior_info,
 )
@@ -146,6 +147,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "guide": options.GUIDE,
         "torch_threads": torch.get_num_threads(),
         **learned_prior_info(target, learned),
+        **dropout_rates_info(learned),
     }
     if curve is not None:
         timings["warmup"] -= curve.seconds

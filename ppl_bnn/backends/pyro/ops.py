@@ -15,6 +15,7 @@ from pyro import poutine
 from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.pyro import conv
 from ppl_bnn.backends.pyro.rng import pyro_scope
+from ppl_bnn.model.dropout import Dropout
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
 
@@ -44,6 +45,15 @@ def _param(name: str, init: float, constraint: Any) -> Any:
     return pyro.param(name, lambda: torch.tensor(init), constraint=constraint)
 
 
+def _draw(distribution: Any, shape: Any) -> torch.Tensor:
+    """A draw of ``shape`` from torch's generator (seeded per fit, ``rng.seeded_torch``), as
+    Pyro's own samplers draw; a random op of the trace under ``JitTrace_ELBO``, so every call
+    of the compiled ELBO draws afresh."""
+    if distribution.has_rsample:
+        return distribution.rsample(torch.Size(shape))
+    return distribution.sample(torch.Size(shape))
+
+
 PPL_PYRO = PPL(
     name=name,
     sample=pyro.sample,
@@ -60,11 +70,15 @@ PPL_PYRO = PPL(
     },
     conv2d=conv.conv2d,
     pool=conv.pool,
+    draw=_draw,
+    factor=pyro.factor,
 )
 
 
-def model(spec: BNNSpec) -> Any:
-    return partial(bnn_model, spec, PPL_PYRO)
+def model(spec: BNNSpec, dropout: Dropout | None = None) -> Any:
+    if dropout is None:
+        return partial(bnn_model, spec, PPL_PYRO)
+    return partial(bnn_model, spec, PPL_PYRO, network=dropout.network(spec, PPL_PYRO))
 
 
 def data(spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:
