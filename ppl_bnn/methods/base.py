@@ -36,6 +36,8 @@ class RunOutput:
         losses: SVI loss (negative ELBO estimate) per step.
         variational: SVI guide parameters (unconstrained): ``{"loc": {...}, "scale": {...}}``.
         info: Anything else worth recording (chain method, Pyro jit mode, threads, divergence).
+        linearised_at: The mode a linearised (GLM) predictive expands the network around, site ->
+            value (constrained space, one draw's shape); None: the predictive over draws.
     """
 
     draws: dict[str, np.ndarray]
@@ -44,6 +46,7 @@ class RunOutput:
     losses: np.ndarray | None = None
     variational: dict[str, dict[str, np.ndarray]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    linearised_at: dict[str, np.ndarray] | None = None
 
 
 #: Metadata key of an options field that one backend only reads: the backend's name.

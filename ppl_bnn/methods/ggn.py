@@ -1,0 +1,407 @@
+r"""The generalised Gauss-Newton (GGN) curvature at a mode and the Laplace marginal likelihood.
+
+At weights :math:`\theta_*` (a MAP fit), with :math:`J_n = \partial f(x_n) / \partial \theta`
+(outputs x P, from the backend's ``jacobian`` op, :mod:`ppl_bnn.backends.numpyro.jacobian`,
+:mod:`ppl_bnn.backends.pyro.jacobian`), the GGN of the negative log-likelihood is
+
+.. math:: G = \sum_n J_n^\top \Lambda_n J_n, \qquad
+          \Lambda_n = \sigma^{-2} \ \text{(Gaussian)}, \qquad
+          \Lambda_n = \mathrm{diag}(p_n) - p_n p_n^\top \ \text{(softmax, } p_n =
+          \mathrm{softmax} f(x_n)\text{)},
+
+positive semi-definite by construction (Martens 2014). With a Gaussian prior of precision
+:math:`P_0 = \mathrm{diag}(\delta)` (one :math:`\delta` for all weights or one per layer) the
+Laplace posterior is :math:`\mathcal N(\theta_*, H^{-1})`, :math:`H = G + P_0`, and the Laplace
+approximation of the log marginal likelihood (MacKay 1992; Immer et al. 2021, eq. 5; the
+``log_marginal_likelihood`` of ``laplace-torch``, Daxberger et al. 2021) is
+
+.. math:: \log p(\mathcal D \mid \delta, \sigma) \approx \log p(\mathcal D \mid \theta_*, \sigma)
+          - \tfrac12 \big(\log\det H - \log\det P_0\big) - \tfrac12\, \theta_*^\top P_0 \theta_*.
+
+For a linear-Gaussian model it is the exact log evidence whenever :math:`\theta_*` is the
+posterior mode under :math:`(\delta, \sigma)`.
+
+:func:`curvature` accumulates :math:`G` batch by batch (never N x outputs x P at once), for a
+Gaussian likelihood per unit noise precision, :math:`\sum_n J_n^\top J_n`, so that tuning
+:math:`\sigma` rescales it. Structures: ``"full"`` (all network weights, P x P),
+``"diag"`` (its diagonal, :math:`\sum_n \sum_{o,o'} J_{nop} \Lambda_{n,oo'} J_{no'p}`) and
+``"last_layer"`` (the full GGN of the last parametrised layer's weights and bias, every other
+weight fixed at the mode; Kristiadi et al. 2020). :func:`tune` maximises the marginal
+likelihood over :math:`\log \delta` (and :math:`\log \sigma` for a Gaussian with learned noise)
+post hoc, at fixed :math:`\theta_*`, by L-BFGS-B with exact gradients: for one
+:math:`\delta` from one eigendecomposition of :math:`G`
+(:math:`\log\det H = \sum_i \log(\lambda_i / \sigma^2 + \delta)`), per layer from a Cholesky
+factor per evaluation.
+
+References: D. J. C. MacKay. A Practical Bayesian Framework for Backpropagation Networks.
+Neural Computation 1992. J. Martens. New insights and perspectives on the natural gradient
+method. JMLR 2020 (arXiv 2014). A. Immer, M. Bauer, V. Fortuin, G. Rätsch, M. E. Khan.
+Scalable Marginal Likelihood Estimation for Model Selection in Deep Learning. ICML 2021.
+E. Daxberger, A. Kristiadi, A. Immer, R. Eschenhagen, M. Bauer, P. Hennig. Laplace Redux:
+Effortless Bayesian Deep Learning. NeurIPS 2021. A. Kristiadi, M. Hein, P. Hennig. Being
+Bayesian, Even Just a Bit, Fixes Overconfidence in ReLU Networks. ICML 2020.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+import scipy.special
+
+from ppl_bnn.backends import check_backend
+from ppl_bnn.model.flat import FlatLayout, network_sites
+from ppl_bnn.model.spec import BNNSpec
+
+#: Curvature structures.
+STRUCTURES: tuple[str, ...] = ("full", "diag", "last_layer")
+
+#: The most weights a full GGN (P x P float64) is built for: 10,000 is 800 MB.
+MAX_FULL_WEIGHTS = 10_000
+
+#: Jacobian entries per batch of points (2**21 float32: 8 MiB).
+_BATCH_FLOATS = 2**21
+
+#: Bounds of the tuned :math:`\log \delta` and :math:`\log \sigma`.
+_LOG_BOUNDS = (math.log(1e-8), math.log(1e8))
+
+
+def laplace_sites(spec: BNNSpec, structure: str) -> tuple[str, ...]:
+    """The sites the Gaussian covers: every network weight, or the last parametrised layer's."""
+    if structure not in STRUCTURES:
+        raise ValueError(f"unknown structure {structure!r}; available: {', '.join(STRUCTURES)}")
+    if structure == "last_layer":
+        last = [sites for _, sites in spec.layer_params if sites][-1]
+        return tuple(last.values())
+    return network_sites(spec)
+
+
+def check_size(spec: BNNSpec, structure: str) -> None:
+    """``ValueError`` when a full or last-layer GGN would exceed :data:`MAX_FULL_WEIGHTS`."""
+    names = set(laplace_sites(spec, structure))
+    size = sum(s.size for s in spec.sites() if s.name in names)
+    if structure != "diag" and size > MAX_FULL_WEIGHTS:
+        raise ValueError(
+            f"structure={structure!r}: a GGN of {size} weights is a {size} x {size} matrix, "
+            f"more than {MAX_FULL_WEIGHTS} weights: use structure='last_layer' or 'diag'"
+        )
+
+
+def layer_groups(spec: BNNSpec, names: tuple[str, ...]) -> np.ndarray:
+    """Per weight of the flat vector of ``names``, the index of its parametrised layer,
+    renumbered 0, 1, ... over the layers present."""
+    layer_of: dict[str, int] = {}
+    index = 0
+    for _, sites in spec.layer_params:
+        if sites:
+            layer_of.update({name: index for name in sites.values()})
+            index += 1
+    sizes = {s.name: s.size for s in spec.sites()}
+    raw = np.concatenate([np.full(sizes[n], layer_of[n]) for n in names])
+    return np.unique(raw, return_inverse=True)[1]
+
+
+def jacobian_op(backend: str) -> Any:
+    """The backend's ``jacobian(spec, params, x, wrt) -> (f, J)``."""
+    module = importlib.import_module(f"ppl_bnn.backends.{check_backend(backend)}.jacobian")
+    return module.jacobian
+
+
+@dataclass(frozen=True)
+class Curvature:
+    """The GGN at a mode and what the marginal likelihood needs of the data there.
+
+    Attributes:
+        likelihood: ``"gaussian"`` or ``"categorical"``.
+        structure: One of :data:`STRUCTURES`.
+        layout: The flat vector's sites and shapes.
+        mean: :math:`\\theta_*` (P,), float64.
+        groups: Layer index of each weight (P,), 0 to K - 1.
+        ggn: :math:`G` (P, P), or its diagonal (P,) for ``"diag"``; per unit noise precision
+            (:math:`\\sum_n J_n^\\top J_n`) for a Gaussian likelihood.
+        num_data: N.
+        sum_squares: Gaussian: :math:`\\sum_n (y_n - f_n)^2` at the mode; else NaN.
+        log_lik: Categorical: :math:`\\sum_n \\log p(y_n \\mid f_n)` at the mode; else NaN.
+    """
+
+    likelihood: str
+    structure: str
+    layout: FlatLayout
+    mean: np.ndarray
+    groups: np.ndarray
+    ggn: np.ndarray
+    num_data: int
+    sum_squares: float
+    log_lik: float
+
+    @property
+    def num_groups(self) -> int:
+        return int(self.groups.max()) + 1
+
+    def log_likelihood(self, noise_std: float | None = None) -> float:
+        """:math:`\\log p(\\mathcal D \\mid \\theta_*, \\sigma)`."""
+        if self.likelihood == "categorical":
+            return self.log_lik
+        n = self.num_data
+        return (
+            -0.5 * n * math.log(2 * math.pi)
+            - n * math.log(noise_std)
+            - 0.5 * self.sum_squares / noise_std**2
+        )
+
+    def scaled_ggn(self, noise_std: float | None = None) -> np.ndarray:
+        """:math:`G` itself (divided by :math:`\\sigma^2` for a Gaussian likelihood)."""
+        if self.likelihood == "gaussian":
+            return self.ggn / noise_std**2
+        return self.ggn
+
+    def precision(self, prior_precision: Any, noise_std: float | None = None) -> np.ndarray:
+        """:math:`H = G + P_0`, (P, P) or its diagonal (P,); ``prior_precision`` one value
+        or one per layer group."""
+        delta = self.prior_diagonal(prior_precision)
+        g = self.scaled_ggn(noise_std)
+        if g.ndim == 1:
+            return g + delta
+        return g + np.diag(delta)
+
+    def prior_diagonal(self, prior_precision: Any) -> np.ndarray:
+        """:math:`\\mathrm{diag}(P_0)` (P,) from one value or one per layer group."""
+        values = np.atleast_1d(np.asarray(prior_precision, dtype=np.float64)).ravel()
+        if values.size == 1:
+            values = np.full(self.num_groups, values[0])
+        if values.size != self.num_groups:
+            raise ValueError(f"{values.size} prior precisions given for {self.num_groups} layer(s)")
+        return values[self.groups]
+
+    def log_marginal_likelihood(
+        self, prior_precision: Any, noise_std: float | None = None
+    ) -> float:
+        """The Laplace log marginal likelihood (module docstring) at ``prior_precision`` (one
+        value or one per layer group) and ``noise_std``."""
+        delta = self.prior_diagonal(prior_precision)
+        return (
+            self.log_likelihood(noise_std)
+            - 0.5 * (log_det(self.precision(prior_precision, noise_std)) - np.sum(np.log(delta)))
+            - 0.5 * float(np.sum(delta * self.mean**2))
+        )
+
+
+def log_det(h: np.ndarray) -> float:
+    r""":math:`\log\det H` of a positive definite matrix, or of a diagonal given as (P,)."""
+    if h.ndim == 1:
+        return float(np.sum(np.log(h)))
+    chol = scipy.linalg.cho_factor(h, lower=True)
+    return 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
+
+
+def curvature(
+    backend: str,
+    spec: BNNSpec,
+    params: Mapping[str, np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    structure: str = "full",
+) -> Curvature:
+    """The GGN of ``spec``'s log-likelihood at ``params`` (site -> one draw's value) on the
+    data ``(x, y)``, accumulated over batches of points (module docstring)."""
+    names = laplace_sites(spec, structure)
+    check_size(spec, structure)
+    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
+    layout = FlatLayout(names, tuple(shapes[n] for n in names))
+    size = layout.size
+    op = jacobian_op(backend)
+    network = {k: np.asarray(params[k], dtype=np.float32) for k in network_sites(spec)}
+    n = len(x)
+    batch = int(min(n, max(1, _BATCH_FLOATS // (spec.output_dim * size))))
+    ggn = np.zeros(size if structure == "diag" else (size, size))
+    sum_squares, log_lik = 0.0, 0.0
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        # Every batch the same size (the last padded by its last point), one compilation.
+        index = np.minimum(np.arange(start, start + batch), n - 1)
+        f, jac = op(spec, network, np.asarray(x)[index], names)
+        f = np.asarray(f[: stop - start], dtype=np.float64)
+        jac = np.asarray(jac[: stop - start], dtype=np.float64)
+        ggn += _ggn_batch(jac, f, spec.likelihood, diag=structure == "diag")
+        if spec.likelihood == "gaussian":
+            sum_squares += float(np.sum((np.asarray(y[start:stop], np.float64) - f[:, 0]) ** 2))
+        else:
+            logp = f - scipy.special.logsumexp(f, axis=1, keepdims=True)
+            log_lik += float(np.sum(logp[np.arange(stop - start), np.asarray(y[start:stop])]))
+    gaussian = spec.likelihood == "gaussian"
+    return Curvature(
+        likelihood=spec.likelihood,
+        structure=structure,
+        layout=layout,
+        mean=layout.flatten(network).astype(np.float64),
+        groups=layer_groups(spec, names),
+        ggn=ggn,
+        num_data=n,
+        sum_squares=sum_squares if gaussian else math.nan,
+        log_lik=math.nan if gaussian else log_lik,
+    )
+
+
+def _ggn_batch(jac: np.ndarray, f: np.ndarray, likelihood: str, diag: bool) -> np.ndarray:
+    """One batch's :math:`\\sum_n J_n^\\top \\Lambda_n J_n` (per unit noise precision for a
+    Gaussian), or its diagonal; ``jac`` (n, out, P), ``f`` (n, out)."""
+    if likelihood == "gaussian":
+        flat = jac.reshape(-1, jac.shape[-1])
+        return np.sum(flat**2, axis=0) if diag else flat.T @ flat
+    p = scipy.special.softmax(f, axis=1)
+    jp = np.einsum("no,nop->np", p, jac)
+    if diag:
+        return np.einsum("no,nop->p", p, jac**2) - np.sum(jp**2, axis=0)
+    scaled = (jac * np.sqrt(p)[:, :, None]).reshape(-1, jac.shape[-1])
+    return scaled.T @ scaled - jp.T @ jp
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """The hyperparameters :func:`tune` chose.
+
+    Attributes:
+        prior_precision: :math:`\\delta`, one per layer group (K,) (all equal unless tuned
+            per layer).
+        noise_std: :math:`\\sigma` (Gaussian), tuned or as given; None for a categorical
+            likelihood.
+        log_marginal_likelihood: The Laplace log marginal likelihood there.
+        converged: Whether the optimiser reported success (True when nothing was tuned).
+    """
+
+    prior_precision: np.ndarray
+    noise_std: float | None
+    log_marginal_likelihood: float
+    converged: bool
+
+
+def tune(
+    curv: Curvature,
+    prior_precision: Any,
+    noise_std: float | None = None,
+    *,
+    tune_prior: bool = True,
+    per_layer: bool = False,
+    tune_noise: bool = False,
+) -> Tuned:
+    """Maximise the Laplace log marginal likelihood at fixed :math:`\\theta_*` over
+    :math:`\\log\\delta` (one, or one per layer with ``per_layer``) when ``tune_prior``, and
+    :math:`\\log\\sigma` when ``tune_noise`` (Gaussian only), from ``prior_precision`` (one value
+    or one per layer group) and ``noise_std`` (Immer et al. 2021, post hoc)."""
+    if tune_noise and curv.likelihood != "gaussian":
+        raise ValueError("tune_noise applies to the gaussian likelihood only")
+    start = np.log(curv.prior_diagonal(prior_precision))
+    groups = curv.num_groups
+    log_delta = np.array([start[curv.groups == k][0] for k in range(groups)])
+    objective = _Objective(curv)
+    if not per_layer and tune_prior:
+        log_delta = np.full(1, float(np.mean(log_delta)))
+    free = (log_delta.size if tune_prior else 0) + int(tune_noise)
+
+    def unpack(v: np.ndarray) -> tuple[np.ndarray, float | None]:
+        ld = v[: log_delta.size] if tune_prior else log_delta
+        ld = np.broadcast_to(ld, (groups,)) if ld.size == 1 else ld
+        sigma = math.exp(v[-1]) if tune_noise else noise_std
+        return ld, sigma
+
+    def negative(v: np.ndarray) -> tuple[float, np.ndarray]:
+        ld, sigma = unpack(v)
+        value, d_delta, d_sigma = objective.value(ld, sigma)
+        grad = []
+        if tune_prior:
+            grad.extend([d_delta.sum()] if log_delta.size == 1 else d_delta)
+        if tune_noise:
+            grad.append(d_sigma)
+        return -value, -np.asarray(grad, dtype=np.float64)
+
+    converged = True
+    if free:
+        v0 = np.concatenate(
+            [log_delta if tune_prior else [], [math.log(noise_std)] if tune_noise else []]
+        )
+        v0 = np.clip(v0, *_LOG_BOUNDS)
+        result = scipy.optimize.minimize(
+            negative, v0, jac=True, method="L-BFGS-B", bounds=[_LOG_BOUNDS] * free
+        )
+        converged = bool(result.success)
+        log_delta_all, noise_std = unpack(result.x)
+    else:
+        log_delta_all, _ = unpack(np.zeros(0))
+    log_delta_all = np.asarray(log_delta_all, dtype=np.float64)
+    value = objective.value(log_delta_all, noise_std)[0]
+    return Tuned(np.exp(log_delta_all), noise_std, value, converged)
+
+
+class _Objective:
+    """The Laplace log marginal likelihood and its gradient in :math:`\\log\\delta_k` and
+    :math:`\\log\\sigma`."""
+
+    def __init__(self, curv: Curvature) -> None:
+        self.curv = curv
+        self.gaussian = curv.likelihood == "gaussian"
+        self.squares = np.bincount(curv.groups, weights=curv.mean**2)
+        self.counts = np.bincount(curv.groups)
+        self.eig: np.ndarray | None = None
+        if curv.ggn.ndim == 2 and curv.num_groups == 1:
+            self.eig = np.clip(np.linalg.eigvalsh(curv.ggn), 0.0, None)
+
+    def value(
+        self, log_delta: np.ndarray, noise_std: float | None
+    ) -> tuple[float, np.ndarray, float]:
+        """``(log marginal likelihood, d / d log delta_k (K,), d / d log sigma)`` with
+        ``log_delta`` one per layer group (K,)."""
+        curv = self.curv
+        delta = np.exp(np.asarray(log_delta, dtype=np.float64))
+        delta_w = delta[curv.groups]
+        s = 1.0 / noise_std**2 if self.gaussian else 1.0
+        g = curv.ggn
+        if self.eig is not None:
+            h = s * self.eig + delta[0]
+            log_det = float(np.sum(np.log(h)))
+            d_delta = np.array([delta[0] * np.sum(1.0 / h)])
+            d_sigma = float(np.sum(-2.0 * s * self.eig / h))
+        elif g.ndim == 1:
+            h = s * g + delta_w
+            log_det = float(np.sum(np.log(h)))
+            d_delta = np.bincount(curv.groups, weights=delta_w / h)
+            d_sigma = float(np.sum(-2.0 * s * g / h))
+        else:
+            chol = scipy.linalg.cho_factor(s * g + np.diag(delta_w), lower=True)
+            log_det = 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
+            inverse = scipy.linalg.cho_solve(chol, np.eye(len(delta_w)))
+            d_delta = np.bincount(curv.groups, weights=delta_w * np.diag(inverse))
+            d_sigma = -2.0 * s * float(np.sum(inverse * g))
+        log_det_prior = float(np.sum(self.counts * np.log(delta)))
+        value = (
+            curv.log_likelihood(noise_std)
+            - 0.5 * (log_det - log_det_prior)
+            - 0.5 * float(np.sum(delta * self.squares))
+        )
+        grad_delta = -0.5 * d_delta + 0.5 * self.counts - 0.5 * delta * self.squares
+        grad_sigma = -0.5 * d_sigma
+        if self.gaussian:
+            grad_sigma += -curv.num_data + curv.sum_squares / noise_std**2
+        return value, grad_delta, grad_sigma
+
+
+def sample(
+    curv: Curvature,
+    prior_precision: Any,
+    noise_std: float | None,
+    rng: np.random.Generator,
+    num: int,
+) -> np.ndarray:
+    """``num`` draws (num, P) of :math:`\\mathcal N(\\theta_*, H^{-1})`: :math:`\\theta_* +
+    L^{-\\top} \\xi` with :math:`H = L L^\\top` (or :math:`\\xi / \\sqrt{h}` for a diagonal)."""
+    h = curv.precision(prior_precision, noise_std)
+    xi = rng.standard_normal((num, len(curv.mean)))
+    if h.ndim == 1:
+        return curv.mean + xi / np.sqrt(h)
+    chol = np.linalg.cholesky(h)
+    return curv.mean + scipy.linalg.solve_triangular(chol, xi.T, lower=True, trans="T").T
