@@ -65,8 +65,8 @@ STRUCTURES: tuple[str, ...] = ("full", "diag", "last_layer")
 #: The most weights a full GGN (P x P float64) is built for: 10,000 is 800 MB.
 MAX_FULL_WEIGHTS = 10_000
 
-#: Jacobian entries per batch of points (2**21 float32: 8 MiB).
-_BATCH_FLOATS = 2**21
+#: Jacobian entries per batch of points (2**23: 32 MiB in float32, 64 MiB as float64).
+_BATCH_FLOATS = 2**23
 
 #: Bounds of the tuned :math:`\log \delta` and :math:`\log \sigma`.
 _LOG_BOUNDS = (math.log(1e-8), math.log(1e8))

@@ -252,7 +252,7 @@ def regression() -> BNN:
     return BNN(x, np.sin(3 * x[:, 0]) + 0.1 * rng.normal(size=30), hidden=(6,), noise="learned")
 
 
-def _run(model: BNN, backend: str = "numpyro", **options):
+def _run(model: BNN, backend: str = "pyro", **options):
     opts = laplace.LaplaceOptions(**{"num_steps": 300, "learning_rate": 0.05, **options})
     return laplace.run("laplace", Target.build(backend, model), opts, 0)
 
@@ -285,7 +285,7 @@ def test_tuning_raises_the_marginal_likelihood_and_known_noise_stays(regression)
 
 
 def test_the_full_hessian_keeps_the_autoguide(problem):
-    out = _run(problem.model, "pyro", hessian="full", num_draws=5)
+    out = _run(problem.model, hessian="full", num_draws=5)
     assert out.info["laplace"] == {"hessian": "full", "predictive": "sampled"}
     assert out.info["guide"] == "AutoLaplaceApproximation" and out.linearised_at is None
 

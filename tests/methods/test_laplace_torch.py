@@ -3,7 +3,12 @@ implementation: the same MAP weights in an equivalent ``torch.nn.Sequential`` gi
 posterior precision, log marginal likelihood and GLM predictive mean and variance, on a small
 regression and a small classification net.
 
-``laplace-torch`` is a test-only dependency; the module is skipped where it is not installed.
+The module is skipped where ``laplace-torch`` is not installed, and it is not in the ``test``
+extra: ``laplace-torch`` 0.3 requires torchvision, whose only release for torch 2.13.0 on PyPI
+(0.28.0) is the CUDA build, which does not load with the pinned CPU torch; ``laplace`` imports
+torchmetrics, which imports torchvision whenever it is installed, so ``import laplace`` fails.
+Without torchvision it works: ``pip install laplace-torch==0.3 && pip uninstall -y
+torchvision`` (measured with ``laplace-torch`` 0.3, curvlinops-for-pytorch 3.0.1).
 """
 
 from __future__ import annotations
