@@ -184,20 +184,14 @@ class Curvature:
     ) -> float:
         """The Laplace log marginal likelihood (module docstring) at ``prior_precision`` (one
         value or one per layer group) and ``noise_std``."""
-        delta = self.prior_diagonal(prior_precision)
+        delta_w = self.prior_diagonal(prior_precision)
+        delta = np.array([delta_w[self.groups == k][0] for k in range(self.num_groups)])
+        s = 1.0 / noise_std**2 if self.likelihood == "gaussian" else 1.0
         return (
             self.log_likelihood(noise_std)
-            - 0.5 * (log_det(self.precision(prior_precision, noise_std)) - np.sum(np.log(delta)))
-            - 0.5 * float(np.sum(delta * self.mean**2))
+            - 0.5 * _whitened(self, delta, s)[0]
+            - 0.5 * float(np.sum(delta_w * self.mean**2))
         )
-
-
-def log_det(h: np.ndarray) -> float:
-    r""":math:`\log\det H` of a positive definite matrix, or of a diagonal given as (P,)."""
-    if h.ndim == 1:
-        return float(np.sum(np.log(h)))
-    chol = scipy.linalg.cho_factor(h, lower=True)
-    return 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
 
 
 def curvature(
@@ -339,17 +333,31 @@ def tune(
 
 
 class _Objective:
-    """The Laplace log marginal likelihood and its gradient in :math:`\\log\\delta_k` and
-    :math:`\\log\\sigma`."""
+    r"""The Laplace log marginal likelihood and its gradient in :math:`\log\delta_k` and
+    :math:`\log\sigma`, in the whitened form :math:`\log\det H - \log\det P_0 = \log\det K`,
+    :math:`K = I + P_0^{-1/2} G P_0^{-1/2}`: its eigenvalues are >= 1 up to the rounding of
+    :math:`G / \delta`, so it has a Cholesky factor at small :math:`\delta` where
+    :math:`G + P_0` (:math:`G` rank-deficient when P > N) has none; where rounding leaves it
+    without one, its eigenvalues clipped at 1 stand in. With one :math:`\delta`, from one
+    eigendecomposition :math:`G = V \Lambda V^\top`, :math:`\log\det K = \sum_i \log(1 +
+    \lambda_i / (\sigma^2 \delta))`; else a Cholesky factor of :math:`K` per evaluation.
+    Gradients: :math:`\partial \log\det K / \partial \log\delta_k = \sum_{i \in k}
+    (K^{-1})_{ii} - n_k`, :math:`\partial \log\det K / \partial \log\sigma = -2\,
+    \mathrm{tr}(K^{-1} (K - I))`."""
 
     def __init__(self, curv: Curvature) -> None:
         self.curv = curv
         self.gaussian = curv.likelihood == "gaussian"
         self.squares = np.bincount(curv.groups, weights=curv.mean**2)
         self.counts = np.bincount(curv.groups)
-        self.eig: np.ndarray | None = None
-        if curv.ggn.ndim == 2 and curv.num_groups == 1:
-            self.eig = np.clip(np.linalg.eigvalsh(curv.ggn), 0.0, None)
+        self._eig: tuple[np.ndarray, np.ndarray] | None = None
+
+    def eig(self) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues of :math:`G` (clipped at 0) and the squared eigenvectors, once."""
+        if self._eig is None:
+            values, vectors = np.linalg.eigh(self.curv.ggn)
+            self._eig = np.clip(values, 0.0, None), vectors**2
+        return self._eig
 
     def value(
         self, log_delta: np.ndarray, noise_std: float | None
@@ -358,36 +366,57 @@ class _Objective:
         ``log_delta`` one per layer group (K,)."""
         curv = self.curv
         delta = np.exp(np.asarray(log_delta, dtype=np.float64))
-        delta_w = delta[curv.groups]
         s = 1.0 / noise_std**2 if self.gaussian else 1.0
-        g = curv.ggn
-        if self.eig is not None:
-            h = s * self.eig + delta[0]
-            log_det = float(np.sum(np.log(h)))
-            d_delta = np.array([delta[0] * np.sum(1.0 / h)])
-            d_sigma = float(np.sum(-2.0 * s * self.eig / h))
-        elif g.ndim == 1:
-            h = s * g + delta_w
-            log_det = float(np.sum(np.log(h)))
-            d_delta = np.bincount(curv.groups, weights=delta_w / h)
-            d_sigma = float(np.sum(-2.0 * s * g / h))
-        else:
-            chol = scipy.linalg.cho_factor(s * g + np.diag(delta_w), lower=True)
-            log_det = 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
-            inverse = scipy.linalg.cho_solve(chol, np.eye(len(delta_w)))
-            d_delta = np.bincount(curv.groups, weights=delta_w * np.diag(inverse))
-            d_sigma = -2.0 * s * float(np.sum(inverse * g))
-        log_det_prior = float(np.sum(self.counts * np.log(delta)))
+        log_det, k_inv_diag, d_sigma = _whitened(curv, delta, s, self)
         value = (
             curv.log_likelihood(noise_std)
-            - 0.5 * (log_det - log_det_prior)
+            - 0.5 * log_det
             - 0.5 * float(np.sum(delta * self.squares))
         )
-        grad_delta = -0.5 * d_delta + 0.5 * self.counts - 0.5 * delta * self.squares
+        d_delta = np.bincount(curv.groups, weights=k_inv_diag, minlength=len(delta))
+        grad_delta = -0.5 * (d_delta - self.counts) - 0.5 * delta * self.squares
         grad_sigma = -0.5 * d_sigma
         if self.gaussian:
             grad_sigma += -curv.num_data + curv.sum_squares / noise_std**2
         return value, grad_delta, grad_sigma
+
+
+def _whitened(
+    curv: Curvature, delta: np.ndarray, s: float, objective: _Objective | None = None
+) -> tuple[float, np.ndarray, float]:
+    r"""``(log det K, diag(K^-1) (P,), d log det K / d log sigma)`` for :math:`K = I + s
+    P_0^{-1/2} G P_0^{-1/2}` (:class:`_Objective`), ``delta`` one per layer group, ``s`` the
+    noise precision (1 for a categorical likelihood); ``objective`` lends its
+    eigendecomposition when every group has the same :math:`\delta`."""
+    delta_w = delta[curv.groups]
+    g = curv.ggn
+    if g.ndim == 1:
+        r = s * g / delta_w
+        return float(np.sum(np.log1p(r))), 1.0 / (1.0 + r), float(np.sum(-2.0 * r / (1.0 + r)))
+    if objective is not None and np.all(delta == delta[0]):
+        values, squared_vectors = objective.eig()
+        r = s * values / delta[0]
+        k_inv_diag = squared_vectors @ (1.0 / (1.0 + r))
+        return float(np.sum(np.log1p(r))), k_inv_diag, float(np.sum(-2.0 * r / (1.0 + r)))
+    d = 1.0 / np.sqrt(delta_w)
+    m = s * g * np.outer(d, d)
+    k = np.eye(len(d)) + m
+    try:
+        chol = scipy.linalg.cho_factor(k, lower=True)
+        inverse = scipy.linalg.cho_solve(chol, np.eye(len(d)))
+        log_det = 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
+    except np.linalg.LinAlgError:  # rounding of G / delta at extreme values: K's eigenvalues
+        values, vectors = _eigh_at_least_one(k)
+        inverse = (vectors / values) @ vectors.T
+        log_det = float(np.sum(np.log(values)))
+    return log_det, np.diag(inverse).copy(), -2.0 * float(np.sum(inverse * m))
+
+
+def _eigh_at_least_one(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues and vectors of :math:`K = I + \text{PSD}`, eigenvalues clipped at 1 (what
+    rounding pushed below)."""
+    values, vectors = np.linalg.eigh(k)
+    return np.clip(values, 1.0, None), vectors
 
 
 def sample(
@@ -397,11 +426,21 @@ def sample(
     rng: np.random.Generator,
     num: int,
 ) -> np.ndarray:
-    """``num`` draws (num, P) of :math:`\\mathcal N(\\theta_*, H^{-1})`: :math:`\\theta_* +
-    L^{-\\top} \\xi` with :math:`H = L L^\\top` (or :math:`\\xi / \\sqrt{h}` for a diagonal)."""
+    r"""``num`` draws (num, P) of :math:`\mathcal N(\theta_*, H^{-1})`: with
+    :math:`H = P_0^{1/2} K P_0^{1/2}` and :math:`K = L L^\top` (:class:`_Objective`),
+    :math:`\theta_* + P_0^{-1/2} L^{-\top} \xi` (:math:`K^{-1/2} \xi` where rounding leaves
+    :math:`K` without a Cholesky factor); for a diagonal, :math:`\theta_* + \xi /
+    \sqrt{h}`."""
     h = curv.precision(prior_precision, noise_std)
     xi = rng.standard_normal((num, len(curv.mean)))
     if h.ndim == 1:
         return curv.mean + xi / np.sqrt(h)
-    chol = np.linalg.cholesky(h)
-    return curv.mean + scipy.linalg.solve_triangular(chol, xi.T, lower=True, trans="T").T
+    d = 1.0 / np.sqrt(curv.prior_diagonal(prior_precision))
+    k = np.eye(len(d)) + curv.scaled_ggn(noise_std) * np.outer(d, d)
+    try:
+        chol = np.linalg.cholesky(k)
+        white = scipy.linalg.solve_triangular(chol, xi.T, lower=True, trans="T").T
+    except np.linalg.LinAlgError:  # K^(-1/2) from its eigendecomposition
+        values, vectors = _eigh_at_least_one(k)
+        white = xi @ (vectors / np.sqrt(values)) @ vectors.T
+    return curv.mean + d * white

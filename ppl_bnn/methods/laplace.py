@@ -3,7 +3,8 @@ r"""``laplace``: a Gaussian at the mode (MacKay 1992).
 By default (``hessian="ggn"``) the linearised Laplace approximation the field uses for neural
 networks (Immer et al. 2021; Daxberger et al. 2021, the ``laplace-torch`` library):
 
-1. a ``map`` fit (its options, the spec's prior) gives the mode :math:`\theta_*`;
+1. a ``map`` fit (its options, the spec's prior, the fit's seed: the mode of ``fit(model,
+   "map", seed=seed)`` with the same options) gives the mode :math:`\theta_*`;
 2. the generalised Gauss-Newton matrix :math:`G = \sum_n J_n^\top \Lambda_n J_n` at
    :math:`\theta_*` (:mod:`ppl_bnn.methods.ggn`: full, diagonal or last layer), positive
    semi-definite, so :math:`H = G + P_0` is positive definite for any prior precision
@@ -49,7 +50,7 @@ from ppl_bnn.methods.checks import check_bool, check_positive_float
 from ppl_bnn.methods.optimisation import SampledGuideOptions
 from ppl_bnn.model.priors import Normal
 from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
-from ppl_bnn.seeding import child_seed, numpy_generator
+from ppl_bnn.seeding import numpy_generator
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
@@ -193,9 +194,9 @@ def run(name: str, target: Target, options: LaplaceOptions, seed: int) -> RunOut
     ggn.check_size(spec, options.structure)  # before the MAP fit
     if options.prior_precision == "prior":
         spec_prior_precision(spec, names)  # a non-Normal prior fails before the MAP fit
-    mode = map_estimate.METHOD.runner(target.backend)(
-        name, target, options.map_options(), child_seed(seed, f"{name}_map")
-    )
+    # The seed of ``fit(model, "map", seed=seed)``: the same mode, so that the two compare
+    # paired.
+    mode = map_estimate.METHOD.runner(target.backend)(name, target, options.map_options(), seed)
     start = now()
     at_mode = {k: v[0, 0] for k, v in mode.draws.items()}
     curv = ggn.curvature(target.backend, spec, at_mode, model.x, model.y, options.structure)

@@ -330,3 +330,18 @@ def test_impossible_settings_fail_before_the_map_fit():
         model, params = _tiny("categorical")
         ggn.tune(ggn.curvature("numpyro", model.spec, params, model.x, model.y, "diag"), 1.0,
                  tune_noise=True)  # fmt: skip
+
+
+def test_extreme_values_in_the_tuning_keep_the_objective_finite():
+    # 31 weights, 23 points: G is rank-deficient, and at delta 1e-8, sigma 1e-8 (where
+    # L-BFGS-B's first step can land) G / (sigma^2 delta) is rounded past a Cholesky factor.
+    model, params = _tiny("gaussian", seed=6)
+    curv = ggn.curvature("numpyro", model.spec, params, model.x, model.y)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(curv.precision([1e-8, 3e-5, 1.0], 1e-8))
+    value, d_delta, d_sigma = _Objective(curv).value(np.log([1e-8, 3e-5, 1.0]), 1e-8)
+    assert np.isfinite(value) and np.all(np.isfinite(d_delta)) and np.isfinite(d_sigma)
+    tuned = ggn.tune(curv, [1e-8, 3e-5, 1.0], 1e-8, per_layer=True, tune_noise=True)
+    assert tuned.log_marginal_likelihood > value and np.isfinite(tuned.log_marginal_likelihood)
+    draws = ggn.sample(curv, [1e-8, 3e-5, 1.0], 1e-8, np.random.default_rng(0), 10)
+    assert np.all(np.isfinite(draws))
