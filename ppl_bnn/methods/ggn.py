@@ -291,27 +291,20 @@ def tune(
     if tune_noise and curv.likelihood != "gaussian":
         raise ValueError("tune_noise applies to the gaussian likelihood only")
     start = np.log(curv.prior_diagonal(prior_precision))
-    groups = curv.num_groups
-    log_delta = np.array([start[curv.groups == k][0] for k in range(groups)])
-    objective = _Objective(curv)
-    if not per_layer and tune_prior:
-        log_delta = np.full(1, float(np.mean(log_delta)))
+    per_group = np.array([start[curv.groups == k][0] for k in range(curv.num_groups)])
+    shared = not per_layer if tune_prior else bool(np.all(per_group == per_group[0]))
+    log_delta = np.array([per_group.mean()]) if shared else per_group
+    objective = _Objective(curv, shared)
     free = (log_delta.size if tune_prior else 0) + int(tune_noise)
 
     def unpack(v: np.ndarray) -> tuple[np.ndarray, float | None]:
         ld = v[: log_delta.size] if tune_prior else log_delta
-        ld = np.broadcast_to(ld, (groups,)) if ld.size == 1 else ld
-        sigma = math.exp(v[-1]) if tune_noise else noise_std
-        return ld, sigma
+        return ld, math.exp(v[-1]) if tune_noise else noise_std
 
     def negative(v: np.ndarray) -> tuple[float, np.ndarray]:
         ld, sigma = unpack(v)
         value, d_delta, d_sigma = objective.value(ld, sigma)
-        grad = []
-        if tune_prior:
-            grad.extend([d_delta.sum()] if log_delta.size == 1 else d_delta)
-        if tune_noise:
-            grad.append(d_sigma)
+        grad = [*(d_delta if tune_prior else []), *([d_sigma] if tune_noise else [])]
         return -value, -np.asarray(grad, dtype=np.float64)
 
     converged = True
@@ -324,12 +317,10 @@ def tune(
             negative, v0, jac=True, method="L-BFGS-B", bounds=[_LOG_BOUNDS] * free
         )
         converged = bool(result.success)
-        log_delta_all, noise_std = unpack(result.x)
-    else:
-        log_delta_all, _ = unpack(np.zeros(0))
-    log_delta_all = np.asarray(log_delta_all, dtype=np.float64)
-    value = objective.value(log_delta_all, noise_std)[0]
-    return Tuned(np.exp(log_delta_all), noise_std, value, converged)
+        log_delta, noise_std = unpack(result.x)
+    value = objective.value(log_delta, noise_std)[0]
+    delta = np.broadcast_to(np.exp(log_delta), (curv.num_groups,)).copy()
+    return Tuned(delta, noise_std, value, converged)
 
 
 class _Objective:
@@ -345,36 +336,43 @@ class _Objective:
     (K^{-1})_{ii} - n_k`, :math:`\partial \log\det K / \partial \log\sigma = -2\,
     \mathrm{tr}(K^{-1} (K - I))`."""
 
-    def __init__(self, curv: Curvature) -> None:
+    def __init__(self, curv: Curvature, shared: bool = False) -> None:
         self.curv = curv
+        self.shared = shared
         self.gaussian = curv.likelihood == "gaussian"
         self.squares = np.bincount(curv.groups, weights=curv.mean**2)
         self.counts = np.bincount(curv.groups)
-        self._eig: tuple[np.ndarray, np.ndarray] | None = None
+        self._eigenvalues: np.ndarray | None = None
 
-    def eig(self) -> tuple[np.ndarray, np.ndarray]:
-        """Eigenvalues of :math:`G` (clipped at 0) and the squared eigenvectors, once."""
-        if self._eig is None:
-            values, vectors = np.linalg.eigh(self.curv.ggn)
-            self._eig = np.clip(values, 0.0, None), vectors**2
-        return self._eig
+    def eigenvalues(self) -> np.ndarray:
+        """Eigenvalues of :math:`G` (clipped at 0), once."""
+        if self._eigenvalues is None:
+            self._eigenvalues = np.clip(np.linalg.eigvalsh(self.curv.ggn), 0.0, None)
+        return self._eigenvalues
 
     def value(
         self, log_delta: np.ndarray, noise_std: float | None
     ) -> tuple[float, np.ndarray, float]:
-        """``(log marginal likelihood, d / d log delta_k (K,), d / d log sigma)`` with
-        ``log_delta`` one per layer group (K,)."""
+        r"""``(log marginal likelihood, d / d log delta, d / d log sigma)``; ``log_delta`` (and
+        its gradient) one value when ``shared`` (every layer group the same :math:`\delta`),
+        else one per layer group (K,)."""
         curv = self.curv
-        delta = np.exp(np.asarray(log_delta, dtype=np.float64))
+        log_delta = np.atleast_1d(np.asarray(log_delta, dtype=np.float64))
+        delta = np.broadcast_to(np.exp(log_delta), (curv.num_groups,))
         s = 1.0 / noise_std**2 if self.gaussian else 1.0
-        log_det, k_inv_diag, d_sigma = _whitened(curv, delta, s, self)
+        eigenvalues = self.eigenvalues() if self.shared and curv.ggn.ndim == 2 else None
+        log_det, k_inv_diag, d_sigma = _whitened(curv, delta, s, eigenvalues)
         value = (
             curv.log_likelihood(noise_std)
             - 0.5 * log_det
             - 0.5 * float(np.sum(delta * self.squares))
         )
-        d_delta = np.bincount(curv.groups, weights=k_inv_diag, minlength=len(delta))
-        grad_delta = -0.5 * (d_delta - self.counts) - 0.5 * delta * self.squares
+        if self.shared:
+            d_log_det = np.array([k_inv_diag.sum() - curv.mean.size])
+            grad_delta = -0.5 * d_log_det - 0.5 * delta[0] * self.squares.sum()
+        else:
+            d_log_det = np.bincount(curv.groups, weights=k_inv_diag, minlength=len(delta))
+            grad_delta = -0.5 * (d_log_det - self.counts) - 0.5 * delta * self.squares
         grad_sigma = -0.5 * d_sigma
         if self.gaussian:
             grad_sigma += -curv.num_data + curv.sum_squares / noise_std**2
@@ -382,22 +380,22 @@ class _Objective:
 
 
 def _whitened(
-    curv: Curvature, delta: np.ndarray, s: float, objective: _Objective | None = None
+    curv: Curvature, delta: np.ndarray, s: float, eigenvalues: np.ndarray | None = None
 ) -> tuple[float, np.ndarray, float]:
     r"""``(log det K, diag(K^-1) (P,), d log det K / d log sigma)`` for :math:`K = I + s
     P_0^{-1/2} G P_0^{-1/2}` (:class:`_Objective`), ``delta`` one per layer group, ``s`` the
-    noise precision (1 for a categorical likelihood); ``objective`` lends its
-    eigendecomposition when every group has the same :math:`\delta`."""
+    noise precision (1 for a categorical likelihood). With ``eigenvalues`` of a full :math:`G`
+    (every group the same :math:`\delta`), the trace of :math:`K^{-1}` as one value in place
+    of its diagonal."""
     delta_w = delta[curv.groups]
     g = curv.ggn
     if g.ndim == 1:
         r = s * g / delta_w
         return float(np.sum(np.log1p(r))), 1.0 / (1.0 + r), float(np.sum(-2.0 * r / (1.0 + r)))
-    if objective is not None and np.all(delta == delta[0]):
-        values, squared_vectors = objective.eig()
-        r = s * values / delta[0]
-        k_inv_diag = squared_vectors @ (1.0 / (1.0 + r))
-        return float(np.sum(np.log1p(r))), k_inv_diag, float(np.sum(-2.0 * r / (1.0 + r)))
+    if eigenvalues is not None:
+        r = s * eigenvalues / delta[0]
+        trace = np.array([np.sum(1.0 / (1.0 + r))])
+        return float(np.sum(np.log1p(r))), trace, float(np.sum(-2.0 * r / (1.0 + r)))
     d = 1.0 / np.sqrt(delta_w)
     m = s * g * np.outer(d, d)
     k = np.eye(len(d)) + m
@@ -413,7 +411,7 @@ def _whitened(
 
 
 def _eigh_at_least_one(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues and vectors of :math:`K = I + \text{PSD}`, eigenvalues clipped at 1 (what
+    r"""Eigenvalues and vectors of :math:`K = I + \text{PSD}`, eigenvalues clipped at 1 (what
     rounding pushed below)."""
     values, vectors = np.linalg.eigh(k)
     return np.clip(values, 1.0, None), vectors
