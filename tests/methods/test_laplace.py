@@ -15,6 +15,7 @@ from scipy.stats import multivariate_normal
 
 from ppl_bnn import BNN, fit, priors
 from ppl_bnn.backends.base import Target
+from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
 from ppl_bnn.methods import ggn, laplace
 from ppl_bnn.methods.ggn import _Objective
 from tests.closed_form import flat_draws, linear_problem
@@ -187,6 +188,17 @@ def test_both_backends_give_the_same_ggn_and_marginal_likelihood(likelihood):
             b.log_marginal_likelihood([0.5, 2.0, 1.0][: b.num_groups], sigma),
             rtol=1e-6,
         )
+
+
+def test_both_backends_give_the_same_ggn_of_a_convolutional_net():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(12, 6, 6, 1))
+    stack = [Conv2d(2, 3, padding="same", activation="relu"), MaxPool2d(2), Flatten(), Dense(3)]
+    model = BNN(x, rng.integers(0, 3, 12), layers=stack, likelihood="categorical", num_classes=3)
+    params = {s.name: rng.normal(size=s.shape).astype(np.float32) for s in model.spec.sites()}
+    a, b = (ggn.curvature(bk, model.spec, params, model.x, model.y) for bk in BACKENDS)
+    assert a.ggn.shape == (3 * 3 * 2 + 2 + 18 * 3 + 3,) * 2
+    np.testing.assert_allclose(a.ggn, b.ggn, rtol=1e-5, atol=1e-6 * np.abs(a.ggn).max())
 
 
 def test_diag_and_last_layer_are_blocks_of_the_full_ggn():
