@@ -21,6 +21,11 @@ networks (Immer et al. 2021; Daxberger et al. 2021, the ``laplace-torch`` librar
    (the GLM predictive of Immer, Korzepa & Bauer 2021), which the GGN posterior is the exact
    Laplace posterior of.
 
+``info["laplace"]`` records ``hessian``, ``structure``, ``prior_precision`` (one value, or one per
+layer), ``noise_std`` (Gaussian; ``map_noise_std``, the ``map`` fit's, for a learned noise),
+``log_marginal_likelihood``, ``predictive``, what was ``tuned`` and whether the optimiser
+``converged``.
+
 ``hessian="full"`` keeps the Laplace approximation of the whole log joint:
 ``AutoLaplaceApproximation`` in both libraries (:mod:`ppl_bnn.methods.optimisation`), its
 covariance the inverse Hessian of :math:`-\log p` at the optimum, which raises
@@ -258,6 +263,8 @@ def run(name: str, target: Target, options: LaplaceOptions, seed: int) -> RunOut
     }
     if noise_std is not None:
         summary["noise_std"] = tuned.noise_std
+    if spec.learned_noise:
+        summary["map_noise_std"] = noise_std
     if not tuned.converged:
         logger.warning("%s: the marginal likelihood's optimiser did not report convergence", name)
     timings = {

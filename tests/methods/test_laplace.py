@@ -292,6 +292,8 @@ def test_tuning_raises_the_marginal_likelihood_and_known_noise_stays(regression)
     assert b["log_marginal_likelihood"] > a["log_marginal_likelihood"]
     # Without tuning the noise is the MAP fit's.
     np.testing.assert_allclose(a["noise_std"], fixed.linearised_at["precision"] ** -0.5, rtol=1e-6)
+    assert a["map_noise_std"] == a["noise_std"] != b["noise_std"]
+    np.testing.assert_allclose(b["map_noise_std"], a["map_noise_std"], rtol=1e-6)  # same mode
     known = BNN(regression.x, regression.y, hidden=(6,), noise=0.2)
     assert _run(known, num_draws=5).info["laplace"]["noise_std"] == 0.2
 
