@@ -17,8 +17,10 @@ svi        ``AutoNormal``                     mean-field Gaussian (Blundell et a
 lowrank    ``AutoLowRankMultivariateNormal``  Gaussian, low-rank plus diagonal covariance
 fullrank   ``AutoMultivariateNormal``         Gaussian, full covariance (small nets)
 map        ``AutoDelta``                      point estimate (the posterior mode)
-laplace    ``AutoLaplaceApproximation``       Gaussian at the mode, covariance the inverse
-                                              Hessian of :math:`-\log p` (MacKay 1992)
+laplace    ``AutoLaplaceApproximation``       with ``hessian="full"``: Gaussian at the mode,
+                                              covariance the inverse Hessian of
+                                              :math:`-\log p` (MacKay 1992); the default GGN
+                                              Laplace is :mod:`ppl_bnn.methods.laplace`
 ========== ================================== ============================================
 
 The driver is ``autoguide`` in each backend folder (:mod:`ppl_bnn.backends.numpyro.autoguide`,

@@ -57,3 +57,9 @@ class FlatLayout:
             batch = value.shape[: value.ndim - len(shape)]
             parts.append(value.reshape(*batch, prod(shape)))
         return np.concatenate(parts, axis=-1)
+
+
+def network_sites(spec: BNNSpec) -> tuple[str, ...]:
+    """The sites of the network's weights and biases (every site but the noise precision), in
+    :meth:`BNNSpec.sites` order."""
+    return tuple(name for _, sites in spec.layer_params for name in sites.values())

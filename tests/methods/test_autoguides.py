@@ -35,7 +35,13 @@ def test_map_is_the_posterior_mode(correlated, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_laplace_is_exact_for_a_gaussian_posterior(correlated, backend):
     result = fit(
-        correlated.model, "laplace", backend=backend, seed=0, num_steps=3000, num_draws=4000
+        correlated.model,
+        "laplace",
+        backend=backend,
+        seed=0,
+        num_steps=3000,
+        num_draws=4000,
+        hessian="full",
     )
     draws = flat_draws(result.draws)[0]
     # 4000 independent draws: standard errors ~0.016 sd for means, ~1.1% for stds.
@@ -100,4 +106,4 @@ def test_laplace_away_from_a_mode_is_a_clear_error(backend):
     x = rng.normal(size=(16, 2))
     model = BNN(x, x[:, 0] - x[:, 1], hidden=(3,), noise="learned")
     with pytest.raises(HessianError, match=r"after 30 steps is not positive definite"):
-        fit(model, "laplace", backend=backend, num_steps=30, num_draws=5)
+        fit(model, "laplace", backend=backend, num_steps=30, num_draws=5, hessian="full")

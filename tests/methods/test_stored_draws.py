@@ -27,7 +27,7 @@ OPTIONS = {
     "lowrank": {"num_steps": 30, "num_draws": 5},
     "fullrank": {"num_steps": 30, "num_draws": 5},
     "map": {"num_steps": 30},
-    "laplace": {"num_steps": 300, "learning_rate": 0.05, "num_draws": 5},
+    "laplace": {"num_steps": 300, "learning_rate": 0.05, "num_draws": 5, "hessian": "full"},
     "ensemble": {"num_steps": 20, "num_members": 2},
     "nuts": {"num_warmup": 10, "num_samples": 5, "max_tree_depth": 4},
     "hmc": {"num_warmup": 10, "num_samples": 5, "num_steps": 4},

@@ -1,0 +1,46 @@
+"""The Jacobian of the network outputs with respect to some of its weights, in torch (one batch).
+
+Reverse mode per example (``torch.func.jacrev``: one backward pass per output, and outputs
+are few), vectorised over the batch with ``torch.func.vmap``. The curvature built from it is
+numpy (:mod:`ppl_bnn.methods.ggn`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ppl_bnn.backends.pyro.ops import PPL_PYRO
+from ppl_bnn.model.flat import FlatLayout, network_sites
+from ppl_bnn.model.program import forward
+from ppl_bnn.model.spec import BNNSpec
+
+
+def jacobian(
+    spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray, wrt: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Outputs ``f`` (n, out) and Jacobian :math:`J_{nop} = \\partial f_{no} / \\partial
+    \\theta_p` (n, out, P) at one parameter set ``params`` (site -> one draw's value), for the
+    sites ``wrt`` laid end to end in that order (:class:`~ppl_bnn.model.flat.FlatLayout`),
+    the other network sites held at their values."""
+    wrt = tuple(wrt)
+    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
+    layout = FlatLayout(wrt, tuple(shapes[name] for name in wrt))
+    flat = torch.from_numpy(layout.flatten(params))
+    fixed = {
+        name: torch.as_tensor(np.asarray(value, dtype=np.float32))
+        for name, value in params.items()
+        if name not in wrt and name in network_sites(spec)
+    }
+
+    def one(theta: Any, x_one: Any) -> Any:
+        return forward(spec, {**fixed, **layout.unflatten(theta)}, x_one[None], PPL_PYRO)[0]
+
+    x_t = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    with torch.no_grad():
+        f = forward(spec, {**fixed, **layout.unflatten(flat)}, x_t, PPL_PYRO)
+    jac = torch.func.vmap(torch.func.jacrev(one), in_dims=(None, 0))(flat, x_t)
+    return f.numpy(), jac.detach().numpy()

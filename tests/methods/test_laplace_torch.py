@@ -1,0 +1,103 @@
+"""The GGN Laplace against ``laplace-torch`` (Daxberger et al. 2021), the reference
+implementation: the same MAP weights in an equivalent ``torch.nn.Sequential`` give the same GGN
+posterior precision, log marginal likelihood and GLM predictive mean and variance, on a small
+regression and a small classification net.
+
+The module is skipped where ``laplace-torch`` is not installed, and it is not in the ``test``
+extra: ``laplace-torch`` 0.3 requires torchvision, whose only release for torch 2.13.0 on PyPI
+(0.28.0) is the CUDA build, which does not load with the pinned CPU torch; ``laplace`` imports
+torchmetrics, which imports torchvision whenever it is installed, so ``import laplace`` fails.
+Without torchvision it works: ``pip install laplace-torch==0.3 && pip uninstall -y
+torchvision`` (measured with ``laplace-torch`` 0.3, curvlinops-for-pytorch 3.0.1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ppl_bnn import BNN, fit
+from ppl_bnn.methods import ggn
+
+laplace_torch = pytest.importorskip("laplace")
+
+#: torch 2.13 deprecates torch.jit.script, which its forward-mode AD (used by curvlinops) calls.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
+)
+
+
+def _sequential(params: dict[str, np.ndarray], widths: tuple[int, ...]) -> torch.nn.Sequential:
+    """The tanh MLP of ``params`` as torch layers (a ``Linear`` weight is ours transposed),
+    in float64."""
+    layers: list[torch.nn.Module] = []
+    for i in range(len(widths) - 1):
+        linear = torch.nn.Linear(widths[i], widths[i + 1]).double()
+        with torch.no_grad():
+            linear.weight.copy_(torch.as_tensor(np.asarray(params[f"w{i}"], np.float64).T))
+            linear.bias.copy_(torch.as_tensor(np.asarray(params[f"b{i}"], np.float64)))
+        layers += [linear, torch.nn.Tanh()] if i < len(widths) - 2 else [linear]
+    return torch.nn.Sequential(*layers)
+
+
+def _torch_order(curv: ggn.Curvature, widths: tuple[int, ...]) -> np.ndarray:
+    """Per position of torch's parameter vector, the index in ours: a net whose weights are
+    their own indices in our flat vector, read in torch's order."""
+    labels = curv.layout.unflatten(np.arange(curv.layout.size, dtype=np.float64))
+    net = _sequential(labels, widths)
+    return torch.nn.utils.parameters_to_vector(net.parameters()).detach().numpy().astype(int)
+
+
+def _compare(model: BNN, likelihood: str, widths, prior_precision, sigma=None) -> None:
+    params = {
+        k: v[0, 0]
+        for k, v in fit(model, "map", backend="pyro", num_steps=300, seed=0).draws.items()
+    }
+    curv = ggn.curvature("pyro", model.spec, params, model.x, model.y)
+    order = _torch_order(curv, widths)
+    net = _sequential(params, widths)
+    x = torch.as_tensor(model.x, dtype=torch.float64)
+    if likelihood == "regression":
+        y = torch.as_tensor(model.y, dtype=torch.float64)[:, None]
+    else:
+        y = torch.as_tensor(model.y, dtype=torch.long)
+    # laplace-torch: one precision per parameter tensor (weight, bias), ours per layer.
+    per_tensor = torch.as_tensor(np.repeat(np.atleast_1d(prior_precision), 2), dtype=torch.float64)
+    la = laplace_torch.Laplace(
+        net, likelihood, subset_of_weights="all", hessian_structure="full",
+        prior_precision=per_tensor if np.size(prior_precision) > 1 else float(prior_precision),
+        **({"sigma_noise": sigma} if sigma is not None else {}),
+    )  # fmt: skip
+    la.fit(torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=11))
+
+    h = curv.precision(prior_precision, sigma)
+    theirs = la.posterior_precision.detach().numpy()
+    np.testing.assert_allclose(h[np.ix_(order, order)], theirs, rtol=1e-5, atol=1e-7 * h.max())
+    np.testing.assert_allclose(
+        curv.log_marginal_likelihood(prior_precision, sigma),
+        float(la.log_marginal_likelihood()),
+        rtol=1e-6,
+    )
+    x_new = np.linspace(-2, 2, 7)[:, None].repeat(model.x.shape[1], axis=1)
+    f, jac = ggn.jacobian_op("pyro")(model.spec, params, x_new, curv.layout.names)
+    jac = jac.astype(np.float64)
+    variance = np.einsum("nop,pq,nrq->nor", jac, np.linalg.inv(h), jac)
+    f_mu, f_var = la._glm_predictive_distribution(torch.as_tensor(x_new, dtype=torch.float64))
+    np.testing.assert_allclose(f, f_mu.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(variance, f_var.numpy(), rtol=1e-4, atol=1e-8)
+
+
+def test_regression_net_matches_laplace_torch():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1.5, 1.5, size=(33, 1))
+    model = BNN(x, np.sin(2 * x[:, 0]) + 0.1 * rng.normal(size=33), hidden=(5,), noise=0.3)
+    _compare(model, "regression", (1, 5, 1), prior_precision=0.7, sigma=0.3)
+
+
+def test_classification_net_matches_laplace_torch_with_a_precision_per_layer():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(40, 2))
+    y = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
+    model = BNN(x, y, hidden=(4,), likelihood="categorical", num_classes=3)
+    _compare(model, "classification", (2, 4, 3), prior_precision=np.array([0.5, 2.0]))
