@@ -19,11 +19,34 @@ PYTHON = "3.11"
 DATA_DIR_DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared", "data")
 
 
+#: laplace-torch and what it needs, for the GGN Laplace's cross-check
+#: (tests/methods/test_laplace_torch.py), installed without dependency resolution: laplace-torch
+#: and backpack declare torchvision, whose only release for torch 2.13.0 on PyPI is a CUDA build
+#: that cannot load beside the CPU torch (and torchmetrics imports torchvision when present, so
+#: ``import laplace`` would fail); nothing the cross-check runs needs torchvision.
+LAPLACE_TORCH = [
+    "laplace-torch==0.3",
+    "curvlinops-for-pytorch==3.0.1",
+    "backpack-for-pytorch==1.7.1",
+    "asdfghjkl==0.1a4",
+    "torchmetrics==1.9.0",
+    "lightning-utilities==0.15.3",
+    "einops==0.8.2",
+    "einconv==0.1.0",
+    "unfoldNd==0.2.3",
+    "linear_operator==0.6.1",
+    "opt-einsum==3.4.0",
+]
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the test suite on every core (pass pytest arguments after ``--``)."""
+    """Run the test suite on every core (pass pytest arguments after ``--``); the laplace-torch
+    cross-check must run here, not skip (``PPL_BNN_REQUIRE_LAPLACE_TORCH``)."""
     session.install("-e", ".[test]")
-    session.run("pytest", *(session.posargs or ["-q", "-n", "auto"]), env=_data_env())
+    session.install("--no-deps", *LAPLACE_TORCH)
+    env = {**_data_env(), "PPL_BNN_REQUIRE_LAPLACE_TORCH": "1"}
+    session.run("pytest", *(session.posargs or ["-q", "-n", "auto"]), env=env)
 
 
 def _data_env() -> dict[str, str]:
