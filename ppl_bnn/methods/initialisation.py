@@ -36,9 +36,6 @@ from ppl_bnn.seeding import child_seed, numpy_generator
 
 logger = logging.getLogger(__name__)
 
-#: The start of a MAP warm start (:func:`scaled_values`); not a user-facing ``init_loc``.
-_SCALED = "scaled"
-
 #: Half-width of the uniform start in unconstrained space (Pyro's and NumPyro's ``radius``).
 UNIFORM_RADIUS = 2.0
 
@@ -68,13 +65,6 @@ def uniform_values(model: BNN, seed: int) -> dict[str, np.ndarray]:
     return values
 
 
-@dataclass(frozen=True, kw_only=True)
-class WarmStartOptions(map_estimate.MAPOptions):
-    """The ``map`` options of a MAP warm start: from :func:`scaled_values`."""
-
-    init_loc: str = _SCALED
-
-
 @dataclass
 class Start:
     """Initial site values (constrained), and what making them cost and recorded."""
@@ -85,13 +75,14 @@ class Start:
 
 
 def initial_values(name: str, target: Target, options: Any, seed: int) -> Start:
-    """The start of ``name``'s guide: by ``options.init_loc`` where the options have one,
-    else uniform (``map``, ``laplace``, ensemble members keep their own random start).
+    """The start of ``name``'s guide: by ``options.init_loc`` where the options have one
+    (``"scaled"`` for ``map`` and the fits built on it: :func:`scaled_values`), else uniform
+    (``laplace`` with ``hessian="full"``).
 
     Seeds are child seeds of ``seed`` (``"init_loc"``; ``"init_map"`` for the MAP fit)."""
     how = getattr(options, "init_loc", "uniform")
     init_seed = child_seed(seed, "init_loc")
-    if how == _SCALED:
+    if how == "scaled":
         return Start(scaled_values(target.model, init_seed), {"init_loc": how})
     check_init_loc(how)
     if how == "uniform":
@@ -103,7 +94,7 @@ def initial_values(name: str, target: Target, options: Any, seed: int) -> Start:
 
 def _map_start(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> Start:
     """The mode of a short ``map`` fit with ``options``' optimiser settings."""
-    map_options = WarmStartOptions(
+    map_options = map_estimate.MAPOptions(
         num_steps=options.init_map_steps,
         learning_rate=options.learning_rate,
         num_particles=1,

@@ -156,9 +156,9 @@ class LaplaceOptions(SampledGuideOptions):
         return "glm" if self.hessian == "ggn" else "sampled"
 
     def map_options(self) -> map_estimate.MAPOptions:
-        """The options of the ``map`` fit that gives the mode."""
-        names = set(map_estimate.MAPOptions.__dataclass_fields__)
-        return map_estimate.MAPOptions(**{k: v for k, v in self.__dict__.items() if k in names})
+        """The options of the ``map`` fit behind it (:func:`~ppl_bnn.methods.map_estimate.
+        map_options_of`)."""
+        return map_estimate.map_options_of(self)
 
 
 def spec_prior_precision(spec: BNNSpec, names: tuple[str, ...]) -> np.ndarray:

@@ -111,9 +111,9 @@ class MCDropoutOptions(map_estimate.MAPOptions):
             )
 
     def map_options(self) -> map_estimate.MAPOptions:
-        """The options of the ``map`` fit that trains the network."""
-        names = {f for f in map_estimate.MAPOptions.__dataclass_fields__}
-        return map_estimate.MAPOptions(**{k: v for k, v in self.__dict__.items() if k in names})
+        """The options of the ``map`` fit behind it (:func:`~ppl_bnn.methods.map_estimate.
+        map_options_of`)."""
+        return map_estimate.map_options_of(self)
 
     def dropout(self, spec: BNNSpec) -> Dropout:
         """The training-time dropout of a network of ``spec``."""

@@ -103,9 +103,9 @@ class SWAGOptions(map_estimate.MAPOptions):
             )
 
     def map_options(self) -> map_estimate.MAPOptions:
-        """The options of the ``map`` fit that gives the starting mode."""
-        names = {f for f in map_estimate.MAPOptions.__dataclass_fields__}
-        return map_estimate.MAPOptions(**{k: v for k, v in self.__dict__.items() if k in names})
+        """The options of the ``map`` fit behind it (:func:`~ppl_bnn.methods.map_estimate.
+        map_options_of`)."""
+        return map_estimate.map_options_of(self)
 
     def sgd_batch_size(self, num_data: int) -> int:
         """The SGD phase's minibatch size for ``num_data`` training points."""

@@ -12,7 +12,6 @@ from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.initialisation import (
     UNIFORM_RADIUS,
-    WarmStartOptions,
     scaled_values,
     uniform_values,
 )
@@ -54,9 +53,28 @@ def test_init_map_steps_must_be_a_positive_integer() -> None:
         SVIOptions(init_map_steps=0)
 
 
-def test_point_estimates_keep_their_own_start(model) -> None:
-    with pytest.raises(ValueError, match=r"unknown option.*'init_loc'"):
-        fit(model, "map", init_loc="prior", num_steps=1)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_map_fit_starts_fan_in_scaled_unless_told_otherwise(model, backend) -> None:
+    def start(**options) -> dict[str, np.ndarray]:
+        result = fit(model, "map", backend=backend, seed=SEED, num_steps=1, **options)
+        return {k: v[0, 0] for k, v in result.draws.items()}
+
+    init_seed = child_seed(SEED, "init_loc")
+    one_step = 1.5 * 0.01  # Adam moves each value by at most ~lr per step
+    for options, values in [
+        ({}, scaled_values(model, init_seed)),
+        ({"init_loc": "uniform"}, uniform_values(model, init_seed)),
+        ({"init_loc": "prior"}, model.init_params(init_seed)),
+    ]:
+        got = start(**options, learning_rate=0.01)
+        for name in ("w0", "b0", "w1"):
+            np.testing.assert_allclose(got[name], values[name], atol=one_step, err_msg=name)
+
+
+@pytest.mark.parametrize("init_loc", ["map", "glorot", None])
+def test_a_map_fit_refuses_an_unknown_start(model, init_loc) -> None:
+    with pytest.raises(ValueError, match=r"unknown init_loc .* for a MAP fit; available: scaled"):
+        fit(model, "map", init_loc=init_loc, num_steps=1)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -91,7 +109,7 @@ def test_map_start_is_the_mode_of_the_short_map_fit(model, backend) -> None:
     result = fit(model, "svi", backend=backend, seed=SEED, init_loc="map", **options, **FROZEN)
     assert result.info["init_map_steps"] == 200
     run = map_estimate.METHOD.runner(backend)
-    warm = WarmStartOptions(num_steps=200, learning_rate=FROZEN["learning_rate"])
+    warm = map_estimate.MAPOptions(num_steps=200, learning_rate=FROZEN["learning_rate"])
     mode = run("map", Target.build(backend, model), warm, child_seed(SEED, "init_map"))
     assert mode.losses[-1] == pytest.approx(result.info["init_map_loss"])
     _assert_locs(
