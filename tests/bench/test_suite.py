@@ -359,3 +359,14 @@ def test_default_suite_fits_seed_004s_sine_network() -> None:
     # The noise is known: std 1 in the original units, in the standardised units of split 0.
     assert sine.model["noise"] == pytest.approx(1 / load_dataset("sine", split=0).y_std, abs=5e-4)
     assert sine.options["learning_rate"] == 0.03
+
+
+def test_default_suite_runs_the_baselines_on_every_set() -> None:
+    suite = load_suite(SUITES_DIR / "default.toml")
+    contestants = {(c.label, c.contestant) for c in suite.cells() if c.variant is None}
+    for dataset in ("sine", "gap", "diabetes", "digits"):
+        for contestant in ("laplace", "mcdropout", "map", "map (tuned)", "swag (tuned)"):
+            assert (dataset, contestant) in contestants, (dataset, contestant)
+        assert (dataset, "swag") not in contestants  # untuned SWAG has no learning rate to show
+    laplace = [c for c in suite.cells() if c.method == "laplace"]
+    assert all(c.options.get("hessian", "ggn") == "ggn" for c in laplace)
