@@ -56,7 +56,7 @@ import scipy.optimize
 import scipy.special
 
 from ppl_bnn.backends import check_backend
-from ppl_bnn.model.flat import FlatLayout, network_sites
+from ppl_bnn.model.flat import FlatLayout, network_sites, sites_layout
 from ppl_bnn.model.spec import BNNSpec
 
 #: Curvature structures.
@@ -206,8 +206,7 @@ def curvature(
     data ``(x, y)``, accumulated over batches of points (module docstring)."""
     names = laplace_sites(spec, structure)
     check_size(spec, structure)
-    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
-    layout = FlatLayout(names, tuple(shapes[n] for n in names))
+    layout = sites_layout(spec, names)
     size = layout.size
     op = jacobian_op(backend)
     network = {k: np.asarray(params[k], dtype=np.float32) for k in network_sites(spec)}

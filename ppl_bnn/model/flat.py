@@ -7,7 +7,7 @@ code serves numpy arrays and torch tensors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -57,6 +57,27 @@ class FlatLayout:
             batch = value.shape[: value.ndim - len(shape)]
             parts.append(value.reshape(*batch, prod(shape)))
         return np.concatenate(parts, axis=-1)
+
+
+def sites_layout(spec: BNNSpec, names: Sequence[str]) -> FlatLayout:
+    """The layout of the sites ``names`` laid end to end, in that order."""
+    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
+    return FlatLayout(tuple(names), tuple(shapes[name] for name in names))
+
+
+def split_network(
+    spec: BNNSpec, params: Mapping[str, np.ndarray], wrt: Sequence[str]
+) -> tuple[FlatLayout, np.ndarray, dict[str, np.ndarray]]:
+    """``(layout, flat, fixed)``: the sites ``wrt`` of one parameter set as one float32 vector
+    with its layout, and the other network sites' values (float32), which a function of the
+    ``wrt`` sites alone holds fixed (a Jacobian with respect to some layers)."""
+    layout = sites_layout(spec, wrt)
+    fixed = {
+        name: np.asarray(value, dtype=np.float32)
+        for name, value in params.items()
+        if name not in layout.names and name in network_sites(spec)
+    }
+    return layout, layout.flatten(params), fixed
 
 
 def network_sites(spec: BNNSpec) -> tuple[str, ...]:

@@ -16,15 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
-from ppl_bnn.model.flat import FlatLayout, network_sites
+from ppl_bnn.model.flat import sites_layout, split_network
 from ppl_bnn.model.program import forward
 from ppl_bnn.model.spec import BNNSpec
 
 
 @lru_cache(maxsize=32)
 def _compiled(spec: BNNSpec, wrt: tuple[str, ...]) -> Any:
-    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
-    layout = FlatLayout(wrt, tuple(shapes[name] for name in wrt))
+    layout = sites_layout(spec, wrt)
 
     def one(flat: Any, fixed: Mapping[str, Any], x: Any) -> Any:
         params = {**fixed, **layout.unflatten(flat)}
@@ -45,14 +44,8 @@ def jacobian(
     \\theta_p` (n, out, P) at one parameter set ``params`` (site -> one draw's value), for the
     sites ``wrt`` laid end to end in that order (:class:`~ppl_bnn.model.flat.FlatLayout`),
     the other network sites held at their values."""
-    wrt = tuple(wrt)
-    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
-    layout = FlatLayout(wrt, tuple(shapes[name] for name in wrt))
-    flat = jnp.asarray(layout.flatten(params))
-    fixed = {
-        name: jnp.asarray(value, dtype=jnp.float32)
-        for name, value in params.items()
-        if name not in wrt and name in network_sites(spec)
-    }
-    f, jac = _compiled(spec, wrt)(flat, fixed, jnp.asarray(x, dtype=jnp.float32))
+    layout, flat, fixed = split_network(spec, params, wrt)
+    fixed = {name: jnp.asarray(value) for name, value in fixed.items()}
+    compiled = _compiled(spec, layout.names)
+    f, jac = compiled(jnp.asarray(flat), fixed, jnp.asarray(x, dtype=jnp.float32))
     return np.asarray(f), np.asarray(jac)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
-from ppl_bnn.model.flat import FlatLayout, network_sites
+from ppl_bnn.model.flat import split_network
 from ppl_bnn.model.program import forward
 from ppl_bnn.model.spec import BNNSpec
 
@@ -26,15 +26,9 @@ def jacobian(
     \\theta_p` (n, out, P) at one parameter set ``params`` (site -> one draw's value), for the
     sites ``wrt`` laid end to end in that order (:class:`~ppl_bnn.model.flat.FlatLayout`),
     the other network sites held at their values."""
-    wrt = tuple(wrt)
-    shapes = {s.name: tuple(s.shape) for s in spec.sites()}
-    layout = FlatLayout(wrt, tuple(shapes[name] for name in wrt))
-    flat = torch.from_numpy(layout.flatten(params))
-    fixed = {
-        name: torch.as_tensor(np.asarray(value, dtype=np.float32))
-        for name, value in params.items()
-        if name not in wrt and name in network_sites(spec)
-    }
+    layout, flat, fixed = split_network(spec, params, wrt)
+    flat = torch.from_numpy(flat)
+    fixed = {name: torch.from_numpy(value) for name, value in fixed.items()}
 
     def one(theta: Any, x_one: Any) -> Any:
         return forward(spec, {**fixed, **layout.unflatten(theta)}, x_one[None], PPL_PYRO)[0]
