@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import re
 
-from ppl_bnn.report.summary import Point, pareto_front
+import pandas as pd
+
+from ppl_bnn.report.summary import Point, pareto_front, points
 from tests.report.helpers import section
 
 
@@ -43,3 +45,19 @@ def test_summary_comes_first_and_names_front_and_failures(html: str) -> None:
     assert "split 0: NumPyro NUTS" in blobs and "converged" in blobs
     # Classification cells have no test_ll column of their own: -NLL stands in.
     assert "Pareto front of test LL (-NLL) against cost: svi/pyro" in blobs
+
+
+def test_a_tuned_contestants_cost_includes_its_tuning() -> None:
+    cells = pd.DataFrame(
+        {
+            "method": ["map", "map (tuned)"],
+            "backend": ["numpyro", "numpyro"],
+            "status": ["ok", "ok"],
+            "test_ll": [-3.0, -2.0],
+            "time_total": [5.0, 5.0],
+            "time_compile": [1.0, 1.0],
+            "time_tuning": [math.nan, 30.0],
+        }
+    )
+    cost = {p.group[0]: p.cost for p in points(cells, "test_ll")}
+    assert cost == {"map": 4.0, "map (tuned)": 34.0}
