@@ -61,8 +61,11 @@ def backend_key(backend: str) -> tuple[int, str]:
     return order, backend
 
 
-def _sort_text(name: str) -> str:
-    """A string that sorts methods and backends in their canonical order."""
+def _sort_text(name: str | None) -> str:
+    """A string that sorts methods and backends in their canonical order (a row without one,
+    a performance probe's, last)."""
+    if not isinstance(name, str):
+        return f"{len(METHOD_ORDER) + 1:03d}"
     order, text = method_key(name) if name not in BACKEND_ORDER else backend_key(name)
     return f"{order:03d}{text}"
 

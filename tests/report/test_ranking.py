@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ppl_bnn.report.load import _sort_text
 from ppl_bnn.report.ranking import eligible_groups, paired_difference, rank, scores
 
 
@@ -77,3 +78,10 @@ def test_flagged_failed_and_reduced_groups_are_not_eligible() -> None:
     assert eligible_groups(cells) == {("b", "x"), ("c", "x")}
     # a (one flagged cell) and d (reduced budget) score higher, but only b and c are ranked.
     assert rank(cells, "test_ll").best == ("b", "x")
+
+
+def test_rows_sort_methods_canonically_tuned_after_their_method_and_methodless_rows_last() -> None:
+    names = [None, "map (tuned)", "svi", "map", "numpyro"]
+    ordered = sorted(names, key=_sort_text)
+    assert ordered.index("map") + 1 == ordered.index("map (tuned)")
+    assert ordered.index("svi") < ordered.index("map") and ordered[-1] is None
