@@ -381,7 +381,11 @@ def published_table(results: SuiteResults, dataset: str) -> Table | None:
     classes = []
     if cols:
         stats = group_stats(cells, cols)
-        for _, row in stats.iterrows():
+
+        def canonical(item: tuple[Any, pd.Series]) -> tuple[Any, ...]:
+            return method_key(item[1]["method"]), backend_key(item[1]["backend"])
+
+        for _, row in sorted(stats.iterrows(), key=canonical):
             group = cells[(cells["method"] == row["method"]) & (cells["backend"] == row["backend"])]
             splits = group["split"].nunique()
             hidden = _hidden(results, group.iloc[0]["cell_id"])
