@@ -22,10 +22,8 @@ from ppl_bnn.model.spec import BNNSpec
 def jacobian(
     spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray, wrt: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Outputs ``f`` (n, out) and Jacobian :math:`J_{nop} = \\partial f_{no} / \\partial
-    \\theta_p` (n, out, P) at one parameter set ``params`` (site -> one draw's value), for the
-    sites ``wrt`` laid end to end in that order (:class:`~ppl_bnn.model.flat.FlatLayout`),
-    the other network sites held at their values."""
+    """The outputs and their Jacobian with respect to the sites ``wrt``, as NumPyro's
+    (:func:`ppl_bnn.backends.numpyro.jacobian.jacobian`), by ``torch.func``."""
     layout, flat, fixed = split_network(spec, params, wrt)
     flat = torch.from_numpy(flat)
     fixed = {name: torch.from_numpy(value) for name, value in fixed.items()}
