@@ -95,7 +95,6 @@ With a ``[reference]`` table, every (dataset, split) also gets a reference job
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
@@ -119,7 +118,14 @@ from ppl_bnn.bench.schema import (
     check_text,
     check_timeout,
 )
-from ppl_bnn.bench.tuning import Tuning, check_tuned_cell, parse_tuning
+from ppl_bnn.bench.sweeps import Sweep, parse_sweep
+from ppl_bnn.bench.tuning import (
+    CONTESTANTS,
+    Tuning,
+    check_tuned_cell,
+    dataset_tuning,
+    parse_tuning,
+)
 from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
 from ppl_bnn.methods import available, get_method
@@ -146,7 +152,6 @@ _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
     "variant", "image", "timeout_s", "sweep",
 }  # fmt: skip
-_SWEEP_KEYS = {"method", "option", "values"}
 #: One example's shape and the class count of the sets that load as images (``image = true``).
 IMAGE_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {
     "digits": ((8, 8, 1), 10),
@@ -161,15 +166,6 @@ _REFERENCE_KEYS = {
     "num_chains", "num_warmup", "num_samples", "max_tree_depth", "target_accept", "seed",
     "timeout_s",
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """A study on one dataset: ``method`` fitted once per value of its option ``option``."""
-
-    method: str
-    option: str
-    values: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -536,10 +532,6 @@ def _parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
     return methods
 
 
-#: The contestants of a tuned method an ``exclude`` may name: ``method.tuned``, ``method.untuned``.
-_CONTESTANTS = ("tuned", "untuned")
-
-
 def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = False) -> None:
     """``key`` of a dataset's ``exclude`` or ``options``: ``method`` or ``method.backend``, and
     with ``tuned`` (an ``exclude``) also ``method.tuned`` (the tuned contestant) or
@@ -549,7 +541,7 @@ def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = Fa
     method, _, backend = key.partition(".")
     if method not in methods:
         raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
-    if backend and backend not in BACKENDS and not (tuned and backend in _CONTESTANTS):
+    if backend and backend not in BACKENDS and not (tuned and backend in CONTESTANTS):
         more = " or tuned / untuned" if tuned else ""
         raise SuiteError(f"{loc}: {key!r} names no backend ({list(BACKENDS)}){more}")
 
@@ -603,8 +595,8 @@ def _parse_dataset(
         _method_key(loc, key, methods, tuned=True)
     for key in options:
         _method_key(loc, key, methods)
-    sweep = _parse_sweep(f"{loc} sweep", table.get("sweep"), methods, exclude, options)
-    tune = _dataset_tuning(loc, methods, exclude, options, sweep)
+    sweep = parse_sweep(f"{loc} sweep", table.get("sweep"), methods, exclude, options)
+    tune = dataset_tuning(loc, methods, exclude, options, sweep)
     limits = {
         key: None if table.get(key) is None else check_int(loc, table, key, 0, minimum=1)
         for key in ("max_train", "max_test")
@@ -623,109 +615,6 @@ def _parse_dataset(
         tune=tune,
         **limits,
     )
-
-
-def _dataset_tuning(
-    loc: str,
-    methods: Mapping[str, Any],
-    exclude: list[str],
-    options: Mapping[str, Any],
-    sweep: Sweep | None,
-) -> dict[str, Tuning]:
-    """The grid of each method that runs tuned on this dataset: its ``[methods.<name>.tune]``
-    updated key by key by the dataset's ``options = { <name> = { tune = ... } }``, unless
-    ``exclude`` names ``<name>.tuned`` or the dataset is a study (``sweep``)."""
-    for key, table in options.items():
-        if "." in key and "tune" in table:
-            raise SuiteError(
-                f"{loc}: options {key!r} set tune; a dataset tunes a method on every backend "
-                f"(options = {{ {key.partition('.')[0]} = {{ tune = ... }} }})"
-            )
-    if sweep is not None:
-        if any("tune" in table for table in options.values()):
-            raise SuiteError(f"{loc}: a study (sweep) is not tuned; drop tune from its options")
-        return {}
-    out = {}
-    for method, table in methods.items():
-        given = options.get(method, {}).get("tune")
-        if given is not None and not isinstance(given, Mapping):
-            raise SuiteError(f"{loc}: options {method!r} tune must be a table, got {given!r}")
-        if table.get("tune") is None and given is None:
-            for contestant in _CONTESTANTS:
-                if f"{method}.{contestant}" in exclude:
-                    raise SuiteError(
-                        f"{loc}: exclude names {method}.{contestant}, but {method!r} is not "
-                        "tuned here"
-                    )
-            continue
-        if f"{method}.tuned" in exclude or method in exclude:
-            if f"{method}.untuned" in exclude:
-                raise SuiteError(
-                    f"{loc}: exclude names both {method}.tuned and {method}.untuned: "
-                    f"exclude {method!r} instead"
-                )
-            continue
-        raw = {**(table.get("tune") or {}), **(given or {})}
-        out[method] = parse_tuning(f"{loc} {method} tune", raw, method)
-    return out
-
-
-def _parse_sweep(
-    loc: str,
-    raw: Any,
-    methods: Mapping[str, Any],
-    exclude: list[str],
-    options: Mapping[str, Any],
-) -> Sweep | None:
-    """A dataset's ``sweep`` table: a method of the suite, an option name and distinct finite
-    numbers (they join the cell ids); the dataset's ``exclude`` and ``options`` may name only
-    that method, and not set the swept option. Each value is checked by the method's options
-    class with the rest of the suite."""
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raise SuiteError(
-            f'{loc}: must be a table such as {{ method = "svi", option = "kl_weight", '
-            f"values = [1.0, 0.1] }}, got {raw!r}"
-        )
-    check_keys(loc, raw, _SWEEP_KEYS)
-    missing = sorted(_SWEEP_KEYS - set(raw))
-    if missing:
-        raise SuiteError(f"{loc}: missing keys {missing}")
-    method, option = raw["method"], raw["option"]
-    if not isinstance(method, str) or method not in methods:
-        raise SuiteError(f"{loc}: method {method!r} is no method of this suite ({list(methods)})")
-    if not isinstance(option, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", option):
-        raise SuiteError(
-            f"{loc}: option must be an option name (lower-case letters, digits and "
-            f"underscores: it joins the cell ids), got {option!r}"
-        )
-    values = check_list(loc, raw, "values", ())
-    if not values or any(
-        isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-        for v in values
-    ):
-        raise SuiteError(
-            f"{loc}: values must be a non-empty list of finite numbers (they join the cell "
-            f"ids), got {values!r}"
-        )
-    others = sorted(k for k in [*exclude, *options] if k.partition(".")[0] != method)
-    if others:
-        raise SuiteError(
-            f"{loc}: a sweep fits {method!r} alone, so exclude and options may name only "
-            f"{method!r} (options) and {method}.<backend>; got {others}"
-        )
-    if method in exclude:
-        raise SuiteError(
-            f"{loc}: exclude names the swept method {method!r} itself; exclude a backend "
-            f"({method}.<backend>) or drop the sweep"
-        )
-    setting = sorted(k for k, table in options.items() if option in table)
-    if setting:
-        raise SuiteError(
-            f"{loc}: options {setting} set {option!r}, which the sweep sets to each of its values"
-        )
-    return Sweep(method=method, option=option, values=tuple(values))
 
 
 def _check_inputs(loc: str, model: Mapping[str, Any], image: bool) -> None:

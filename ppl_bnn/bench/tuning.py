@@ -321,3 +321,52 @@ def _score(
         score = -math.inf
     entry.update(score=score, seconds=now() - start)
     return entry
+
+
+#: The contestants of a tuned method an ``exclude`` may name: ``method.tuned``, ``method.untuned``.
+CONTESTANTS = ("tuned", "untuned")
+
+
+def dataset_tuning(
+    loc: str,
+    methods: Mapping[str, Any],
+    exclude: list[str],
+    options: Mapping[str, Any],
+    sweep: object | None,
+) -> dict[str, Tuning]:
+    """The grid of each method that runs tuned on this dataset: its ``[methods.<name>.tune]``
+    updated key by key by the dataset's ``options = { <name> = { tune = ... } }``, unless
+    ``exclude`` names ``<name>.tuned`` or the dataset is a study (``sweep``)."""
+    for key, table in options.items():
+        if "." in key and "tune" in table:
+            raise SuiteError(
+                f"{loc}: options {key!r} set tune; a dataset tunes a method on every backend "
+                f"(options = {{ {key.partition('.')[0]} = {{ tune = ... }} }})"
+            )
+    if sweep is not None:
+        if any("tune" in table for table in options.values()):
+            raise SuiteError(f"{loc}: a study (sweep) is not tuned; drop tune from its options")
+        return {}
+    out = {}
+    for method, table in methods.items():
+        given = options.get(method, {}).get("tune")
+        if given is not None and not isinstance(given, Mapping):
+            raise SuiteError(f"{loc}: options {method!r} tune must be a table, got {given!r}")
+        if table.get("tune") is None and given is None:
+            for contestant in CONTESTANTS:
+                if f"{method}.{contestant}" in exclude:
+                    raise SuiteError(
+                        f"{loc}: exclude names {method}.{contestant}, but {method!r} is not "
+                        "tuned here"
+                    )
+            continue
+        if f"{method}.tuned" in exclude or method in exclude:
+            if f"{method}.untuned" in exclude:
+                raise SuiteError(
+                    f"{loc}: exclude names both {method}.tuned and {method}.untuned: "
+                    f"exclude {method!r} instead"
+                )
+            continue
+        raw = {**(table.get("tune") or {}), **(given or {})}
+        out[method] = parse_tuning(f"{loc} {method} tune", raw, method)
+    return out
