@@ -11,7 +11,9 @@ A suite's ``[methods.<name>.tune]`` table (or a dataset's ``options = { <name> =
 A grid key is an option of the method (a field of its options class) or one of
 :data:`MODEL_KEYS`: ``noise``, a known noise std in the model's standardised target units, and
 ``prior_scale``, the weights' prior std (MAP's weight decay ``1 / (2 prior_scale^2)``). A tuned
-``noise`` replaces learned noise and its ``noise_prior``.
+``noise`` replaces learned noise and its ``noise_prior``; its grid may also hold ``"learned"``
+(:data:`LEARNED`), which keeps the suite's learned noise, so that the validation split chooses
+between learning the noise and fixing it.
 
 A tuned cell (:func:`tune`) holds out ``validation_fraction`` of its training set
 (:func:`ppl_bnn.data.validation.validation_split`, seeded by the cell's seed and split), fits
@@ -58,6 +60,9 @@ MAX_COMBINATIONS = 64
 #: Share of each training set held out for validation (Gal & Ghahramani 2016: 20%).
 DEFAULT_VALIDATION_FRACTION = 0.2
 _TUNE_KEYS = {"grid", "validation_fraction"}
+#: The one grid value that is not a number: ``noise = ["learned", 0.3]`` tries the model's learned
+#: noise (with its ``noise_prior``) beside the known stds.
+LEARNED = "learned"
 
 
 class TuningError(RuntimeError):
@@ -73,10 +78,10 @@ class Tuning:
         validation_fraction: Share of each training set held out, in (0, 1).
     """
 
-    grid: dict[str, tuple[float, ...]]
+    grid: dict[str, tuple[float | str, ...]]
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
 
-    def combinations(self) -> list[dict[str, float]]:
+    def combinations(self) -> list[dict[str, float | str]]:
         """Every combination of the grid, the last key varying fastest."""
         keys = list(self.grid)
         return [
@@ -131,18 +136,16 @@ def parse_tuning(where: str, raw: Any, method: str) -> Tuning:
             f"{where}: grid keys {unknown} are neither model settings {list(MODEL_KEYS)} nor "
             f"options of {method!r} ({', '.join(valid[len(MODEL_KEYS) :])})"
         )
-    parsed: dict[str, tuple[float, ...]] = {}
+    parsed: dict[str, tuple[float | str, ...]] = {}
     for key, values in grid.items():
+        allowed = f'finite numbers or "{LEARNED}"' if key == "noise" else "finite numbers"
         if (
             not isinstance(values, list)
             or not values
-            or any(
-                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-                for v in values
-            )
+            or any(not _grid_value(key, v) for v in values)
         ):
             raise SuiteError(
-                f"{where}: grid {key} must be a non-empty list of finite numbers, got {values!r}"
+                f"{where}: grid {key} must be a non-empty list of {allowed}, got {values!r}"
             )
         if len(set(values)) < len(values):
             raise SuiteError(f"{where}: grid {key} repeats a value: {values!r}")
@@ -161,6 +164,14 @@ def parse_tuning(where: str, raw: Any, method: str) -> Tuning:
     return Tuning(parsed, float(fraction))
 
 
+def _grid_value(key: str, value: Any) -> bool:
+    """Whether ``value`` may stand in grid ``key``'s list: a finite number, or, for ``noise``,
+    :data:`LEARNED`."""
+    if key == "noise" and value == LEARNED:
+        return True
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A combination's model settings (:data:`MODEL_KEYS`) and method options, apart."""
     model = {k: v for k, v in settings.items() if k in MODEL_KEYS}
@@ -171,9 +182,11 @@ def apply_settings(
     cell: Cell, settings: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The cell's model and options with a combination's values in place of its own; a tuned
-    ``noise`` is known, so the model's ``noise_prior`` (for learned noise) is dropped."""
+    ``noise`` is known, so the model's ``noise_prior`` (for learned noise) is dropped, unless it
+    is :data:`LEARNED`."""
     model, options = split_settings(settings)
-    base = {k: v for k, v in cell.model.items() if not ("noise" in model and k == "noise_prior")}
+    known = model.get("noise", LEARNED) != LEARNED
+    base = {k: v for k, v in cell.model.items() if not (known and k == "noise_prior")}
     return {**base, **model}, {**cell.options, **options}
 
 

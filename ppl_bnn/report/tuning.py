@@ -13,12 +13,17 @@ from ppl_bnn.report.document import Inline, Paragraph, Strong
 from ppl_bnn.report.load import SuiteResults, method_key
 
 
+def _value(value: Any) -> str:
+    """A grid value: a number in short form, or a word (``learned``) as it is."""
+    return value if isinstance(value, str) else format(value, "g")
+
+
 def _values(values: Any) -> str:
-    return "{" + ", ".join(format(v, "g") for v in values) + "}"
+    return "{" + ", ".join(_value(v) for v in values) + "}"
 
 
 def _settings(settings: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {v:g}" for k, v in settings.items())
+    return ", ".join(f"{k} {_value(v)}" for k, v in settings.items())
 
 
 def _statement(contestant: str, records: list[dict[str, Any]]) -> list[Inline]:

@@ -20,6 +20,7 @@ from ppl_bnn.bench.tuning import (
     MAX_COMBINATIONS,
     Tuning,
     TuningError,
+    apply_settings,
     tune,
     tuning_split,
     validation_score,
@@ -169,6 +170,35 @@ def test_a_tuned_noise_replaces_learned_noise_and_its_prior() -> None:
     cell = next(c for c in parse_suite(_raw(model=model)).cells() if c.tune)
     tuned = tune(cell, load_dataset("sine", split=0), fit_fn=FakeFit())
     assert tuned.model == {"hidden": [4], "noise": tuned.info["chosen"]["noise"]}
+
+
+def test_a_learned_noise_in_the_grid_keeps_the_noise_and_its_prior() -> None:
+    prior = {"kind": "gamma", "concentration": 6.0, "rate": 6.0}
+    model = {"hidden": [4], "noise": "learned", "noise_prior": prior}
+    raw = _raw(model=model)
+    raw["methods"]["map"]["tune"] = {"grid": {"noise": ["learned", 0.3]}}
+    cell = next(c for c in parse_suite(raw).cells() if c.tune)
+    assert cell.tune is not None and cell.tune["grid"] == {"noise": ["learned", 0.3]}
+    assert apply_settings(cell, {"noise": "learned"})[0] == model
+    assert apply_settings(cell, {"noise": 0.3})[0] == {"hidden": [4], "noise": 0.3}
+
+
+@pytest.mark.parametrize(
+    ("grid", "match"),
+    [
+        (
+            {"noise": ["learnt"]},
+            r'grid noise must be a non-empty list of finite numbers or "learned"',
+        ),
+        (
+            {"num_steps": ["learned"]},
+            r"grid num_steps must be a non-empty list of finite numbers, ",
+        ),
+    ],
+)
+def test_learned_is_a_grid_value_of_noise_only(grid: dict[str, Any], match: str) -> None:
+    with pytest.raises(SuiteError, match=match):
+        parse_suite(_with_tune({"grid": grid}))
 
 
 def test_a_study_is_never_tuned() -> None:

@@ -59,7 +59,7 @@ def _record(cell: Cell, status: str = "ok", tuning: dict[str, Any] | None = None
     return record
 
 
-def _tuning(chosen: dict[str, float], broken: int = 0, seconds: float = 4.0) -> dict[str, Any]:
+def _tuning(chosen: dict[str, Any], broken: int = 0, seconds: float = 4.0) -> dict[str, Any]:
     scores = [{"settings": chosen, "score": -1.0, "status": "ok"}]
     scores += [{"settings": chosen, "score": None, "status": "diverged"}] * broken
     return {"chosen": chosen, "scores": scores, "seconds": seconds}
@@ -68,14 +68,17 @@ def _tuning(chosen: dict[str, float], broken: int = 0, seconds: float = 4.0) -> 
 def test_the_tuning_statement_counts_the_choices_from_the_stored_records(
     tmp_path: Path,
 ) -> None:
-    grid = {"grid": {"noise": [0.5, 1.0], "num_steps": [100, 400]}, "validation_fraction": 0.25}
+    grid = {
+        "grid": {"noise": ["learned", 1.0], "num_steps": [100, 400]},
+        "validation_fraction": 0.25,
+    }
     cells = [
         Cell(suite="t", dataset="sine", split=k, method="map", backend="pyro", seed=0, tune=grid)
         for k in range(3)
     ]
     records = [
-        _record(cells[0], tuning=_tuning({"noise": 0.5, "num_steps": 400}, broken=1)),
-        _record(cells[1], tuning=_tuning({"noise": 0.5, "num_steps": 400}, seconds=8.0)),
+        _record(cells[0], tuning=_tuning({"noise": "learned", "num_steps": 400}, broken=1)),
+        _record(cells[1], tuning=_tuning({"noise": "learned", "num_steps": 400}, seconds=8.0)),
         _record(cells[2], tuning=_tuning({"noise": 1.0, "num_steps": 100})),
         _record(Cell(suite="t", dataset="sine", split=0, method="map", backend="pyro", seed=0)),
         _record(Cell(**{**cells[0].to_dict(), "dataset": "gap"}), status="failed"),
@@ -91,8 +94,8 @@ def test_the_tuning_statement_counts_the_choices_from_the_stored_records(
     text = note.parts[1]
     assert text.startswith(
         "tuned on a 25% validation split of each training set (never the test set) over "
-        "noise {0.5, 1}, num_steps {100, 400} (4 combinations) by validation log predictive "
-        "density, then refitted on the whole training set; chosen: noise 0.5, num_steps 400 "
+        "noise {learned, 1}, num_steps {100, 400} (4 combinations) by validation log predictive "
+        "density, then refitted on the whole training set; chosen: noise learned, num_steps 400 "
         "(2 of 3 cells); noise 1, num_steps 100 (1 of 3 cells)."
     )
     assert "1 of 4 validation fits broke down (scored -inf)" in text
