@@ -365,7 +365,10 @@ def test_default_suite_runs_the_baselines_on_every_set() -> None:
     suite = load_suite(SUITES_DIR / "default.toml")
     contestants = {(c.label, c.contestant) for c in suite.cells() if c.variant is None}
     for dataset in ("sine", "gap", "diabetes", "digits"):
-        for contestant in ("laplace", "mcdropout", "map", "map (tuned)", "swag (tuned)"):
+        for contestant in (
+            "laplace", "mcdropout", "map", "map (tuned)", "ensemble", "ensemble (tuned)",
+            "swag (tuned)",
+        ):  # fmt: skip
             assert (dataset, contestant) in contestants, (dataset, contestant)
         assert (dataset, "swag") not in contestants  # untuned SWAG has no learning rate to show
     laplace = [c for c in suite.cells() if c.method == "laplace"]
