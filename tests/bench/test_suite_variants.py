@@ -145,6 +145,19 @@ def test_the_mnist_suite_has_lenet5_and_the_mlp() -> None:
     assert "mnist-lenet5-split0-svi-pyro-seed0" not in ids
 
 
+def test_the_mnist_mlp_runs_the_baselines_on_both_backends() -> None:
+    cells = load_suite("mnist").cells()
+    mlp = {(c.method, c.backend): c for c in cells if c.variant is None}
+    for method in ("map", "ensemble", "laplace", "mcdropout", "swag"):
+        assert {(method, "numpyro"), (method, "pyro")} <= set(mlp)
+    # The last-layer GGN (4,010 weights), Gal's MNIST dropout rate, minibatch training.
+    assert mlp["laplace", "pyro"].options["structure"] == "last_layer"
+    assert mlp["mcdropout", "numpyro"].options["dropout_rate"] == 0.5
+    assert all(c.options["batch_size"] == 128 for c in mlp.values())
+    # The variants are VI's alone.
+    assert {c.method for c in cells if c.variant is not None} == {"svi"}
+
+
 @pytest.mark.parametrize(
     ("entry", "match"),
     [
