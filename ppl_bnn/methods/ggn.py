@@ -26,7 +26,12 @@ Gaussian likelihood per unit noise precision, :math:`\sum_n J_n^\top J_n`, so th
 :math:`\sigma` rescales it. Structures: ``"full"`` (all network weights, P x P),
 ``"diag"`` (its diagonal, :math:`\sum_n \sum_{o,o'} J_{nop} \Lambda_{n,oo'} J_{no'p}`) and
 ``"last_layer"`` (the full GGN of the last parametrised layer's weights and bias, every other
-weight fixed at the mode; Kristiadi et al. 2020). :func:`tune` maximises the marginal
+weight fixed at the mode; Kristiadi et al. 2020). For a dense last layer with K > 1 outputs its
+Jacobian is :math:`J_n = \tilde\phi_n^\top \otimes I_K` (:math:`\tilde\phi_n` the layer's
+inputs, with a 1 for the bias), so :math:`G = \sum_n \tilde\phi_n \tilde\phi_n^\top \otimes
+\Lambda_n`, built from the features in K times fewer operations than from :math:`J_n`; the
+structure is read off and checked on each batch's Jacobian, and any other is summed in general.
+:func:`tune` maximises the marginal
 likelihood over :math:`\log \delta` (and :math:`\log \sigma` for a Gaussian with learned noise)
 post hoc, at fixed :math:`\theta_*`, by L-BFGS-B with exact gradients: for one
 :math:`\delta` from one eigendecomposition of :math:`G`
@@ -67,6 +72,10 @@ MAX_FULL_WEIGHTS = 10_000
 
 #: Jacobian entries per batch of points (2**23: 32 MiB in float32, 64 MiB as float64).
 _BATCH_FLOATS = 2**23
+
+#: Points per update of a dense last layer's GGN from its features (:func:`curvature`): the
+#: update writes the whole P x P matrix, so it is made for thousands of points at once.
+_KRONECKER_ROWS = 4096
 
 #: Bounds of the tuned :math:`\log \delta` and :math:`\log \sigma`.
 _LOG_BOUNDS = (math.log(1e-8), math.log(1e8))
@@ -214,6 +223,8 @@ def curvature(
     batch = int(min(n, max(1, _BATCH_FLOATS // (spec.output_dim * size))))
     ggn = np.zeros(size if structure == "diag" else (size, size))
     sum_squares, log_lik = 0.0, 0.0
+    # A dense last layer's features and outputs, summed in chunks of _KRONECKER_ROWS points.
+    pending: list[tuple[np.ndarray, np.ndarray]] = []
     for start in range(0, n, batch):
         stop = min(start + batch, n)
         # Every batch the same size (the last padded by its last point), one compilation.
@@ -221,7 +232,16 @@ def curvature(
         f, jac = op(spec, network, np.asarray(x)[index], names)
         f = np.asarray(f[: stop - start], dtype=np.float64)
         jac = np.asarray(jac[: stop - start], dtype=np.float64)
-        ggn += _ggn_batch(jac, f, spec.likelihood, diag=structure == "diag")
+        features = _kronecker_features(jac) if structure == "last_layer" else None
+        if features is not None and spec.likelihood == "categorical":
+            pending.append((features, f))
+            if sum(len(p[1]) for p in pending) >= _KRONECKER_ROWS or stop == n:
+                ggn += _ggn_batch_kronecker(
+                    *(np.concatenate(a) for a in zip(*pending, strict=True))
+                )
+                pending = []
+        else:
+            ggn += _ggn_batch(jac, f, spec.likelihood, diag=structure == "diag")
         if spec.likelihood == "gaussian":
             sum_squares += float(np.sum((np.asarray(y[start:stop], np.float64) - f[:, 0]) ** 2))
         else:
@@ -253,6 +273,37 @@ def _ggn_batch(jac: np.ndarray, f: np.ndarray, likelihood: str, diag: bool) -> n
         return np.einsum("no,nop->p", p, jac**2) - np.sum(jp**2, axis=0)
     scaled = (jac * np.sqrt(p)[:, :, None]).reshape(-1, jac.shape[-1])
     return scaled.T @ scaled - jp.T @ jp
+
+
+def _kronecker_features(jac: np.ndarray) -> np.ndarray | None:
+    r""":math:`\tilde\phi` (n, P / K) when ``jac`` (n, K, P), K > 1, is
+    :math:`\tilde\phi_n^\top \otimes I_K` (weight ``p = i K + k`` moves output ``k`` alone, by
+    :math:`\tilde\phi_{ni}`: a dense layer's weights and bias laid out input-major), else None."""
+    n, out, size = jac.shape
+    if out < 2 or size % out:
+        return None
+    blocks = jac.reshape(n, out, size // out, out)  # [n, k, i, l] = d f_nk / d theta_{iK+l}
+    features = blocks[:, 0, :, 0]
+    tol = 1e-6 * max(float(np.abs(features).max()), 1e-30)
+    diagonal = np.einsum("nkik->nki", blocks)
+    off_diagonal = np.abs(blocks).sum(axis=(1, 3)) - np.abs(diagonal).sum(axis=1)
+    kronecker = np.abs(diagonal - features[:, None, :]).max() <= tol
+    return features if kronecker and off_diagonal.max() <= out * out * tol else None
+
+
+def _ggn_batch_kronecker(features: np.ndarray, f: np.ndarray) -> np.ndarray:
+    r"""One batch's :math:`\sum_n \tilde\phi_n \tilde\phi_n^\top \otimes (\mathrm{diag}(p_n)
+    - p_n p_n^\top)` for a softmax, in the input-major layout of :func:`_kronecker_features`:
+    the block diagonal :math:`\sum_n p_{nk} \tilde\phi_n \tilde\phi_n^\top` at
+    :math:`(ik, jk)`, minus :math:`U^\top U` with :math:`U_n = \tilde\phi_n \otimes p_n`."""
+    p = scipy.special.softmax(f, axis=1)
+    n, out = p.shape
+    width = features.shape[1]
+    ggn = np.zeros((width, out, width, out))
+    for k in range(out):
+        ggn[:, k, :, k] = features.T @ (p[:, k, None] * features)
+    u = (features[:, :, None] * p[:, None, :]).reshape(n, width * out)
+    return ggn.reshape(width * out, width * out) - u.T @ u
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,31 @@ def test_diag_and_last_layer_are_blocks_of_the_full_ggn():
     np.testing.assert_array_equal(last.groups, np.zeros(12))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dense_last_layer_ggn_is_built_from_its_kronecker_factors(backend):
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(9, 5, 5, 1))
+    stack = [Conv2d(2, 3, padding="same", activation="relu"), Flatten(), Dense(4)]
+    model = BNN(x, rng.integers(0, 4, 9), layers=stack, likelihood="categorical", num_classes=4)
+    params = {s.name: rng.normal(size=s.shape).astype(np.float32) for s in model.spec.sites()}
+    op = ggn.jacobian_op(backend)
+    last = ggn.laplace_sites(model.spec, "last_layer")
+    f, jac = (np.asarray(a, np.float64) for a in op(model.spec, params, model.x, last))
+    features = ggn._kronecker_features(jac)
+    assert features is not None and features.shape == (9, 5 * 5 * 2 + 1)
+    np.testing.assert_allclose(features[:, -1], 1.0)  # the bias's input
+    general = ggn._ggn_batch(jac, f, "categorical", diag=False)
+    np.testing.assert_allclose(
+        ggn._ggn_batch_kronecker(features, f),
+        general,
+        rtol=1e-9,
+        atol=1e-12 * np.abs(general).max(),
+    )
+    # Any other Jacobian (here every weight's) is summed in general.
+    _, full = op(model.spec, params, model.x, ggn.laplace_sites(model.spec, "full"))
+    assert ggn._kronecker_features(np.asarray(full, np.float64)) is None
+
+
 @pytest.mark.parametrize("structure", ["full", "diag"])
 @pytest.mark.parametrize("groups", [1, 3])
 def test_the_marginal_likelihood_gradient_is_exact(structure, groups):

@@ -48,21 +48,26 @@ def _sequential(params: dict[str, np.ndarray], widths: tuple[int, ...]) -> torch
     return torch.nn.Sequential(*layers)
 
 
-def _torch_order(curv: ggn.Curvature, widths: tuple[int, ...]) -> np.ndarray:
-    """Per position of torch's parameter vector, the index in ours: a net whose weights are
-    their own indices in our flat vector, read in torch's order."""
+def _torch_order(curv: ggn.Curvature, params, widths: tuple[int, ...]) -> np.ndarray:
+    """Per position of torch's parameter vector (the last layer's for a last-layer GGN), the
+    index in ours: a net whose weights are their own indices in our flat vector, read in
+    torch's order."""
     labels = curv.layout.unflatten(np.arange(curv.layout.size, dtype=np.float64))
-    net = _sequential(labels, widths)
+    net = _sequential({**{k: np.zeros(np.shape(v)) for k, v in params.items()}, **labels}, widths)
+    if curv.structure == "last_layer":
+        net = [m for m in net if isinstance(m, torch.nn.Linear)][-1]
     return torch.nn.utils.parameters_to_vector(net.parameters()).detach().numpy().astype(int)
 
 
-def _compare(model: BNN, likelihood: str, widths, prior_precision, sigma=None) -> None:
+def _compare(
+    model: BNN, likelihood: str, widths, prior_precision, sigma=None, structure="full"
+) -> None:
     params = {
         k: v[0, 0]
         for k, v in fit(model, "map", backend="pyro", num_steps=300, seed=0).draws.items()
     }
-    curv = ggn.curvature("pyro", model.spec, params, model.x, model.y)
-    order = _torch_order(curv, widths)
+    curv = ggn.curvature("pyro", model.spec, params, model.x, model.y, structure)
+    order = _torch_order(curv, params, widths)
     net = _sequential(params, widths)
     x = torch.as_tensor(model.x, dtype=torch.float64)
     if likelihood == "regression":
@@ -72,7 +77,8 @@ def _compare(model: BNN, likelihood: str, widths, prior_precision, sigma=None) -
     # laplace-torch: one precision per parameter tensor (weight, bias), ours per layer.
     per_tensor = torch.as_tensor(np.repeat(np.atleast_1d(prior_precision), 2), dtype=torch.float64)
     la = laplace_torch.Laplace(
-        net, likelihood, subset_of_weights="all", hessian_structure="full",
+        net, likelihood, hessian_structure="full",
+        subset_of_weights="last_layer" if structure == "last_layer" else "all",
         prior_precision=per_tensor if np.size(prior_precision) > 1 else float(prior_precision),
         **({"sigma_noise": sigma} if sigma is not None else {}),
     )  # fmt: skip
@@ -108,3 +114,11 @@ def test_classification_net_matches_laplace_torch_with_a_precision_per_layer():
     y = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
     model = BNN(x, y, hidden=(4,), likelihood="categorical", num_classes=3)
     _compare(model, "classification", (2, 4, 3), prior_precision=np.array([0.5, 2.0]))
+
+
+def test_last_layer_of_a_classification_net_matches_laplace_torch():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(37, 2))
+    y = (x[:, 0] > 0).astype(int) + (x[:, 1] > -0.3).astype(int) + (x[:, 0] > 1).astype(int)
+    model = BNN(x, y, hidden=(5, 4), likelihood="categorical", num_classes=4)
+    _compare(model, "classification", (2, 5, 4, 4), prior_precision=0.8, structure="last_layer")
