@@ -29,7 +29,7 @@ _LINESTYLES = {"numpyro": "-", "pyro": "--"}
 
 
 #: A tuned contestant's colour: its method's, this much of the way to black.
-_TUNED_DARKENING = 0.45
+_TUNED_DARKENING = 0.3
 
 
 def _darker(colour: str, share: float) -> str:
