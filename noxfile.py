@@ -47,7 +47,9 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.install("--no-deps", *LAPLACE_TORCH)
     env = {**_data_env(), "PPL_BNN_REQUIRE_LAPLACE_TORCH": "1"}
-    session.run("pytest", *(session.posargs or ["-q", "-n", "auto", "--dist", "loadscope"]), env=env)
+    session.run(
+        "pytest", *(session.posargs or ["-q", "-n", "auto", "--dist", "loadscope"]), env=env
+    )
 
 
 def _data_env() -> dict[str, str]:
