@@ -31,10 +31,9 @@ Jacobian is :math:`J_n = \tilde\phi_n^\top \otimes I_K` (:math:`\tilde\phi_n` th
 inputs, with a 1 for the bias), so :math:`G = \sum_n \tilde\phi_n \tilde\phi_n^\top \otimes
 \Lambda_n`, built from the features in K times fewer operations than from :math:`J_n`; the
 structure is read off and checked on each batch's Jacobian, and any other is summed in general.
-:func:`tune` maximises the marginal
-likelihood over :math:`\log \delta` (and :math:`\log \sigma` for a Gaussian with learned noise)
-post hoc, at fixed :math:`\theta_*`, by L-BFGS-B with exact gradients: for one
-:math:`\delta` from one eigendecomposition of :math:`G`
+:func:`tune` maximises the marginal likelihood over :math:`\log \delta` (and :math:`\log
+\sigma` for a Gaussian with learned noise) post hoc, at fixed :math:`\theta_*`, by L-BFGS-B
+with exact gradients: for one :math:`\delta` from one eigendecomposition of :math:`G`
 (:math:`\log\det H = \sum_i \log(\lambda_i / \sigma^2 + \delta)`), per layer from a Cholesky
 factor per evaluation.
 
@@ -235,11 +234,8 @@ def curvature(
         features = _kronecker_features(jac) if structure == "last_layer" else None
         if features is not None and spec.likelihood == "categorical":
             pending.append((features, f))
-            if sum(len(p[1]) for p in pending) >= _KRONECKER_ROWS or stop == n:
-                ggn += _ggn_batch_kronecker(
-                    *(np.concatenate(a) for a in zip(*pending, strict=True))
-                )
-                pending = []
+            if sum(len(p[1]) for p in pending) >= _KRONECKER_ROWS:
+                ggn += _flush_kronecker(pending)
         else:
             ggn += _ggn_batch(jac, f, spec.likelihood, diag=structure == "diag")
         if spec.likelihood == "gaussian":
@@ -247,6 +243,8 @@ def curvature(
         else:
             logp = f - scipy.special.logsumexp(f, axis=1, keepdims=True)
             log_lik += float(np.sum(logp[np.arange(stop - start), np.asarray(y[start:stop])]))
+    if pending:
+        ggn += _flush_kronecker(pending)
     gaussian = spec.likelihood == "gaussian"
     return Curvature(
         likelihood=spec.likelihood,
@@ -289,6 +287,13 @@ def _kronecker_features(jac: np.ndarray) -> np.ndarray | None:
     off_diagonal = np.abs(blocks).sum(axis=(1, 3)) - np.abs(diagonal).sum(axis=1)
     kronecker = np.abs(diagonal - features[:, None, :]).max() <= tol
     return features if kronecker and off_diagonal.max() <= out * out * tol else None
+
+
+def _flush_kronecker(pending: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The GGN of the ``(features, outputs)`` batches in ``pending``, which it empties."""
+    features, f = (np.concatenate(a) for a in zip(*pending, strict=True))
+    pending.clear()
+    return _ggn_batch_kronecker(features, f)
 
 
 def _ggn_batch_kronecker(features: np.ndarray, f: np.ndarray) -> np.ndarray:

@@ -240,6 +240,17 @@ def test_a_dense_last_layer_ggn_is_built_from_its_kronecker_factors(backend):
     assert ggn._kronecker_features(np.asarray(full, np.float64)) is None
 
 
+def test_a_last_layer_ggn_summed_over_many_batches_and_chunks_is_the_full_ggns_block(monkeypatch):
+    model, params = _tiny("categorical", seed=4)
+    full = ggn.curvature("numpyro", model.spec, params, model.x, model.y, "full")
+    # Batches of 2 points (23 points: the last one padded), features flushed every 5 points.
+    monkeypatch.setattr(ggn, "_BATCH_FLOATS", 2 * 3 * 12)
+    monkeypatch.setattr(ggn, "_KRONECKER_ROWS", 5)
+    last = ggn.curvature("numpyro", model.spec, params, model.x, model.y, "last_layer")
+    # float32 Jacobians, compiled for another batch size: equal to float32 rounding.
+    np.testing.assert_allclose(last.ggn, full.ggn[-12:, -12:], rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("structure", ["full", "diag"])
 @pytest.mark.parametrize("groups", [1, 3])
 def test_the_marginal_likelihood_gradient_is_exact(structure, groups):
