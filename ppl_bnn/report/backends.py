@@ -4,7 +4,8 @@ A method is compared across backends on a dataset only where both ran it with id
 settings (the suite's options for the cell, and neither with a reduced budget): the quality
 difference Pyro - NumPyro is the mean of paired differences over (split, seed) with its standard
 error, shown beside the seed-to-seed spread (standard deviation) of the metric within NumPyro.
-A difference within 2 standard errors is reported as agreement, never as a win. Pairs whose
+A difference that a paired t-test at the 5% level does not tell from zero
+(:func:`ppl_bnn.report.ranking.clear`) is reported as agreement, never as a win. Pairs whose
 settings differ are listed with what differs, and not compared.
 """
 
@@ -21,7 +22,7 @@ from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Table
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import SuiteResults, method_key
-from ppl_bnn.report.ranking import REPLICATE, Z, reduced
+from ppl_bnn.report.ranking import REPLICATE, clear, reduced
 from ppl_bnn.report.stats import WITH_METRICS
 
 A, B = "pyro", "numpyro"
@@ -66,7 +67,7 @@ def _ratio(a: pd.DataFrame, b: pd.DataFrame, column: str) -> float:
 def _verdict(diff: float, se: float, pairs: int) -> str:
     if pairs < 2 or not np.isfinite(se):
         return "too few pairs"
-    return "agree" if abs(diff) <= Z * se else "differ"
+    return "differ" if clear(diff, se, pairs) else "agree"
 
 
 def comparisons(results: SuiteResults) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -142,8 +143,8 @@ def _compared_table(compared: pd.DataFrame) -> Table:
     caption = (
         "The same method with identical settings on both backends, paired on (split, seed): the "
         "mean difference Pyro - NumPyro ± its standard error, beside the seed-to-seed standard "
-        "deviation of the metric within NumPyro; 'agree' when the difference is within 2 "
-        "standard errors (the parity tests check the two log densities are the same). Fit time: "
+        "deviation of the metric within NumPyro; 'agree' unless a paired t-test at the 5% "
+        "level tells the difference from zero (the parity tests check the two log densities are the same). Fit time: "
         "geometric mean of the ratio over pairs."
     )
     numeric = (False, False, False, True, True, True, False, True)

@@ -5,10 +5,13 @@ both have, by the paired differences :math:`d_r` of their scores (the metric, it
 lower is better, or minus the distance to a nominal value such as 95% coverage). With
 :math:`\\bar d` their mean and :math:`\\operatorname{se} = \\operatorname{sd}(d) / \\sqrt{n}`:
 
-- the group with the best mean is **best** only if :math:`\\bar d > 2 \\operatorname{se}` against
-  the runner-up (so with n >= 2 paired replicates);
-- otherwise the top is a **tie** between every group whose paired difference to the top is
-  within 2 standard errors (or that shares fewer than two replicates with it).
+- the group with the best mean is **best** only if a paired t-test against the runner-up
+  rejects a zero difference at the 5% level (two-sided): :math:`\\bar d > t_{0.975, n-1}
+  \\operatorname{se}`, with n >= 2 paired replicates (:math:`t_{0.975, n-1}` is 12.7 for two
+  replicates, 4.30 for three, 2.09 for twenty: two standard errors are too few with a handful of
+  replicates, where se itself is poorly known);
+- otherwise the top is a **tie** between every group whose paired difference to the top does not
+  pass that test (or that shares fewer than two replicates with it).
 
 Only *eligible* groups are ranked: every cell finished ``ok``, none is flagged as unusable
 (worse than a constant predictor), and none ran a reduced budget (those are never ranked against
@@ -23,11 +26,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from scipy.stats import t as student_t
+
 from ppl_bnn.report.glossary import better
 
 Group = tuple[str, str]
-#: Paired standard errors a lead must exceed to count.
-Z = 2.0
+#: Two-sided level of the paired t-test a lead must pass to count.
+LEVEL = 0.05
 REPLICATE = ("split", "seed")
 
 
@@ -109,8 +114,21 @@ def paired_difference(
     return float(d.mean()), se, n
 
 
+def critical_value(pairs: int) -> float:
+    """Paired standard errors a difference over ``pairs`` replicates must exceed to be more than
+    noise: the Student-t quantile :math:`t_{1 - \\mathrm{LEVEL}/2,\\ n-1}` (inf below two pairs)."""
+    if pairs < 2:
+        return math.inf
+    return float(student_t.ppf(1.0 - LEVEL / 2.0, pairs - 1))
+
+
+def clear(difference: float, se: float, pairs: int) -> bool:
+    """Whether a paired difference is more than noise (its magnitude, either sign)."""
+    return bool(np.isfinite(se)) and abs(difference) > critical_value(pairs) * se
+
+
 def _clear(lead: float, se: float, pairs: int) -> bool:
-    return pairs >= 2 and lead > Z * se and lead > 0
+    return lead > 0 and clear(lead, se, pairs)
 
 
 def rank(cells: pd.DataFrame, column: str, eligible: set[Group] | None = None) -> Ranking | None:

@@ -192,7 +192,10 @@ def _verdict_sentence(verdict: Ranking | None, axis: Axis) -> list[Inline]:
     tied = ", ".join(sorted(_name(g) for g in verdict.tied))
     if verdict.pairs < 2:
         return [f"No clear best {axis.name} among {tied}: fewer than two paired replicates."]
-    return [f"No clear best {axis.name}: {tied} are within 2 standard errors of the best."]
+    return [
+        f"No clear best {axis.name}: a paired t-test at the 5% level does not tell apart "
+        f"{tied}."
+    ]
 
 
 def _counted(cells: pd.DataFrame, mask: pd.Series) -> dict[Group, tuple[int, int]]:
@@ -371,8 +374,8 @@ def summary_section(results: SuiteResults) -> Section:
             "Which approximation to trust for its cost, per dataset, generated from the stored "
             "results: the reference posterior's convergence, the Pareto front of fidelity to "
             "that reference and of test log-likelihood against fit time, the best method where "
-            "its lead exceeds two standard errors of paired differences over splits and seeds "
-            "(otherwise the tie), and what went wrong."
+            "a paired t-test over splits and seeds at the 5% level says its lead is more than "
+            "noise (otherwise the tie), and what went wrong."
         )
     )
     note = summary_note(results)

@@ -1,4 +1,4 @@
-"""Best only when the paired lead exceeds two standard errors; ties otherwise; only eligible
+"""Best only when a paired t-test at the 5% level tells the lead from zero; ties otherwise; only eligible
 groups ranked."""
 
 from __future__ import annotations
@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from ppl_bnn.report.load import _sort_text
-from ppl_bnn.report.ranking import eligible_groups, paired_difference, rank, scores
+from ppl_bnn.report.ranking import (
+    clear,
+    critical_value,
+    eligible_groups,
+    paired_difference,
+    rank,
+    scores,
+)
 
 
 def _cells(values: dict[tuple[str, str], list[float]], column: str = "test_ll") -> pd.DataFrame:
@@ -31,7 +38,7 @@ def test_paired_difference_is_mean_and_standard_error_of_differences() -> None:
 
 
 def test_clear_lead_is_best() -> None:
-    # Seed effects shared by both (paired), a constant lead of 1: far beyond 2 SE.
+    # Seed effects shared by both (paired), a constant lead of 1: far beyond the noise.
     shared = [0.0, 3.0, -2.0, 1.0]
     cells = _cells(
         {("a", "x"): [s + 1.0 + 0.01 * i for i, s in enumerate(shared)], ("b", "x"): shared}
@@ -46,6 +53,26 @@ def test_lead_inside_the_noise_is_a_tie() -> None:
     verdict = rank(cells, "test_ll")  # differences 1, -1.5, 1: mean 0.17, se 0.83
     assert verdict.best is None
     assert verdict.tied == {("a", "x"), ("b", "x")}
+
+
+def test_critical_value_is_the_student_t_quantile() -> None:
+    # Two-sided 5% points of Student's t from the standard tables.
+    assert critical_value(2) == pytest.approx(12.706, abs=1e-3)
+    assert critical_value(3) == pytest.approx(4.303, abs=1e-3)
+    assert critical_value(20) == pytest.approx(2.093, abs=1e-3)
+    assert critical_value(1) == critical_value(0) == np.inf
+    assert clear(-1.0, 0.1, 3) and not clear(0.4, 0.1, 3) and not clear(1.0, np.nan, 3)
+
+
+def test_three_standard_errors_over_three_replicates_is_a_tie() -> None:
+    # Differences 2, 3, 4: mean 3, se 1/sqrt(3): a lead of 5.2 se passes t(2) = 4.30 ...
+    cells = _cells({("a", "x"): [2.0, 3.0, 4.0], ("b", "x"): [0.0, 0.0, 0.0]})
+    assert rank(cells, "test_ll").best == ("a", "x")
+    # ... differences 1, 2, 4: mean 2.33, se 0.88, a lead of 2.6 se (a win at 2 se) does not.
+    cells = _cells({("a", "x"): [1.0, 2.0, 4.0], ("b", "x"): [0.0, 0.0, 0.0]})
+    verdict = rank(cells, "test_ll")
+    assert verdict.best is None and verdict.tied == {("a", "x"), ("b", "x")}
+    assert verdict.lead / verdict.lead_se == pytest.approx(2.65, abs=0.01)
 
 
 def test_one_replicate_never_makes_a_winner() -> None:
