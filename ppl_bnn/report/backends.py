@@ -144,8 +144,8 @@ def _compared_table(compared: pd.DataFrame) -> Table:
         "The same method with identical settings on both backends, paired on (split, seed): the "
         "mean difference Pyro - NumPyro ± its standard error, beside the seed-to-seed standard "
         "deviation of the metric within NumPyro; 'agree' unless a paired t-test at the 5% "
-        "level tells the difference from zero (the parity tests check the two log densities are the same). Fit time: "
-        "geometric mean of the ratio over pairs."
+        "level tells the difference from zero (the parity tests check the two log densities are "
+        "the same). Fit time: geometric mean of the ratio over pairs."
     )
     numeric = (False, False, False, True, True, True, False, True)
     classes = tuple("problem" if r[6] == "differ" else "" for r in rows)

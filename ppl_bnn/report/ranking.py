@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
 from scipy.stats import t as student_t
 
 from ppl_bnn.report.glossary import better

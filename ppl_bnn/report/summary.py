@@ -193,8 +193,7 @@ def _verdict_sentence(verdict: Ranking | None, axis: Axis) -> list[Inline]:
     if verdict.pairs < 2:
         return [f"No clear best {axis.name} among {tied}: fewer than two paired replicates."]
     return [
-        f"No clear best {axis.name}: a paired t-test at the 5% level does not tell apart "
-        f"{tied}."
+        f"No clear best {axis.name}: a paired t-test at the 5% level does not tell apart {tied}."
     ]
 
 

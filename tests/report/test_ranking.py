@@ -1,5 +1,5 @@
-"""Best only when a paired t-test at the 5% level tells the lead from zero; ties otherwise; only eligible
-groups ranked."""
+"""Best only when a paired t-test at the 5% level tells the lead from zero; ties otherwise;
+only eligible groups ranked."""
 
 from __future__ import annotations
 
