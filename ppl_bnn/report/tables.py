@@ -26,7 +26,7 @@ from ppl_bnn.report.glossary import (
     label,
 )
 from ppl_bnn.report.load import SAMPLERS, SuiteResults, backend_key, first_line, method_key
-from ppl_bnn.report.ranking import Ranking, eligible_groups, flagged, rank
+from ppl_bnn.report.ranking import Ranking, critical_value, eligible_groups, flagged, rank
 from ppl_bnn.report.references import Reference, references_for
 from ppl_bnn.report.stats import (
     PROBLEM_STATUSES,
@@ -41,11 +41,11 @@ FLAG_MARK = "⚠"
 REF_NOT_CONVERGED = "‡"
 RANKING_NOTE = (
     f"Bold: best, its lead over the runner-up more than noise by a paired t-test over "
-    f"splits and seeds at the 5% level (more than 4.3 standard errors with 3 replicates, 2.1 "
-    f"with 20); {TIE_MARK}: tied for best (no clear winner). Ranked "
-    f"only among (method, backend) pairs whose every cell finished ok at the full budget; "
-    f"{FLAG_MARK} unusable: a predictive worse than a constant fitted to the training targets "
-    f"(on the test or the training set), never ranked."
+    f"splits and seeds at the 5% level (more than {critical_value(3):.1f} standard errors with "
+    f"3 replicates, {critical_value(20):.1f} with 20); {TIE_MARK}: tied for best (no clear "
+    f"winner). Ranked only among (method, backend) pairs whose every cell finished ok at the "
+    f"full budget; {FLAG_MARK} unusable: a predictive worse than a constant fitted to the "
+    f"training targets (on the test or the training set), never ranked."
 )
 
 
