@@ -42,13 +42,16 @@ LAPLACE_TORCH = [
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite on every core (pass pytest arguments after ``--``), a test module's
-    tests on one worker so that its module-scoped fits run once; the laplace-torch cross-check
-    must run here, not skip (``PPL_BNN_REQUIRE_LAPLACE_TORCH``)."""
+    tests on one worker so that its module-scoped fits run once, the long modules first (in the
+    order ``tests/conftest.py`` sorts them, which ``--no-loadscope-reorder`` keeps); the
+    laplace-torch cross-check must run here, not skip (``PPL_BNN_REQUIRE_LAPLACE_TORCH``)."""
     session.install("-e", ".[test]")
     session.install("--no-deps", *LAPLACE_TORCH)
     env = {**_data_env(), "PPL_BNN_REQUIRE_LAPLACE_TORCH": "1"}
     session.run(
-        "pytest", *(session.posargs or ["-q", "-n", "auto", "--dist", "loadscope"]), env=env
+        "pytest",
+        *(session.posargs or ["-q", "-n", "auto", "--dist", "loadscope", "--no-loadscope-reorder"]),
+        env=env,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -11,6 +12,32 @@ import pytest
 from ppl_bnn import configure_runtime
 from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR as JAX_CACHE_ENV_VAR
 
+
+def _pin_xdist_worker_to_its_cores() -> None:
+    """On a pytest-xdist worker, confine this process to its share of the cores: with ``w``
+    workers, worker ``i`` gets every ``w``-th core from the ``i``-th (one core each when there
+    are at least as many workers as cores).
+
+    Every thread already started is pinned, and threads and processes started later inherit it,
+    so the fits, cells and probes a test starts stay on the worker's cores. They size their
+    thread pools by :func:`ppl_bnn.runtime.cpu_count` (the runner gives a cell ``cores //
+    jobs`` threads) and XLA by the cores it may use: without pinning, each worker's subprocesses
+    would take every core while the other workers run, and oversubscribed torch and XLA thread
+    pools ran the conv probe's test five times slower than alone.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    index = int(worker[2:])
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", len(cores)))
+    share = set(cores[index::workers]) if workers <= len(cores) else {cores[index % len(cores)]}
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task), share)
+
+
+_pin_xdist_worker_to_its_cores()
 # Two XLA host devices so NumPyro runs two chains in parallel; one torch thread per process.
 configure_runtime(host_devices=2, torch_threads=1)
 
@@ -27,6 +54,24 @@ def pytest_configure(config: pytest.Config) -> None:
     cache = tempfile.TemporaryDirectory(prefix="ppl_bnn-test-jax-cache-")
     config.add_cleanup(cache.cleanup)
     os.environ[JAX_CACHE_ENV_VAR] = cache.name
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long modules first, the longest first: a module marked ``pytest.mark.runtime(seconds)``
+    (its rough run time on 2 cores) sorts by that, the rest after it in collection order.
+
+    xdist's ``--dist loadscope`` hands modules to workers in collection order (``nox -s tests``
+    passes ``--no-loadscope-reorder``, which keeps it), so a long module that came last would run
+    alone while the other workers idle; started first, it overlaps the many short ones
+    (longest-processing-time-first scheduling). The sort is stable: a module's tests keep their
+    order.
+    """
+
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("runtime")
+        return float(marker.args[0]) if marker else 0.0
+
+    items.sort(key=lambda item: -seconds(item))
 
 
 @pytest.fixture

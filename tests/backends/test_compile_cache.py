@@ -22,6 +22,8 @@ import pytest
 from ppl_bnn import BNN, FitResult, configure_runtime, fit
 from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR, requested_dir
 
+pytestmark = pytest.mark.runtime(160)  # seconds on 2 cores: started first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -179,6 +181,7 @@ _FIT_SCRIPT = """
 import json
 import numpy as np
 from ppl_bnn import BNN, fit
+
 x = np.linspace(-1, 1, 12)[:, None]
 model = BNN(x, np.sin(3 * x[:, 0]), hidden=(3,), noise="learned")
 result = fit(model, "svi", seed=0, num_steps=20, num_draws=5)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR as JAX_CACHE_ENV_VAR
 from ppl_bnn.bench.suite import Suite, parse_suite
 
 FAST_SVI = {"num_steps": 50, "num_draws": 20}
@@ -24,6 +26,19 @@ def tiny_suite(**changes: Any) -> Suite:
     }
     raw.update(changes)
     return parse_suite(raw)
+
+
+@pytest.fixture(scope="session")
+def jax_cache() -> str:
+    """This test process's JAX compilation cache (``tests/conftest.py``), for the cells of a
+    test's sweep: a tiny cell's programs then compile once per test process, not once per cell
+    (a tiny NumPyro cell takes about 19 s with an empty cache and 8 s with a filled one).
+
+    Only for sweeps whose cells are never killed while fitting: JAX writes an entry in place, so
+    a cell killed while writing leaves a truncated entry, whose reading later in this process
+    warns, an error under the test settings.
+    """
+    return os.environ[JAX_CACHE_ENV_VAR]
 
 
 @pytest.fixture

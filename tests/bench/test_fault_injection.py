@@ -31,6 +31,8 @@ from ppl_bnn.cli import main
 from ppl_bnn.report import render_report
 from ppl_bnn.report.load import load_results
 
+pytestmark = pytest.mark.runtime(120)  # seconds on 2 cores: started first (tests/conftest.py)
+
 #: A suite name that is a valid file name, shown in HTML and Markdown: it must be escaped.
 HOSTILE = "<script>alert('x') Ünïcode & spaces *bold* [link](#)"
 SUITE = """

@@ -15,6 +15,8 @@ from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.report import render_report
 from ppl_bnn.report.perf import conv_rows, rows_frame
 
+pytestmark = pytest.mark.runtime(100)  # seconds on 2 cores: started first (tests/conftest.py)
+
 RAW = {
     "name": "tinyconv",
     "kind": "perf",

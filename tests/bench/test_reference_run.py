@@ -29,11 +29,15 @@ def _files(path: Path) -> set[str]:
     return {p.name for p in path.iterdir()}
 
 
-def test_reference_is_computed_once_then_reused_and_published(tmp_path: Path) -> None:
+def test_reference_is_computed_once_then_reused_and_published(
+    tmp_path: Path, jax_cache: str
+) -> None:
     cache = tmp_path / "cache"
     datasets = [{"name": "sine"}, {"name": "gap", "no_reference": "too slow here"}]
     suite = tiny_suite(reference=TINY_REFERENCE, datasets=datasets)
-    first = run_suite(suite, tmp_path / "a", jobs=2, only=NO_CELLS, reference_dir=cache)
+    first = run_suite(
+        suite, tmp_path / "a", jobs=2, only=NO_CELLS, reference_dir=cache, jax_cache=jax_cache
+    )
     assert [(o.name, o.source) for o in first.references] == [
         ("sine-split0", "computed"),
         ("gap-split0", "skipped"),
@@ -76,11 +80,12 @@ def test_reference_is_computed_once_then_reused_and_published(tmp_path: Path) ->
 
 
 def test_failed_reference_does_not_stop_the_sweep_and_is_retried_on_request(
-    tmp_path: Path,
+    tmp_path: Path, jax_cache: str
 ) -> None:
     cache = tmp_path / "cache"
+    # The reference is killed half a second in, while still importing: it never compiles.
     suite = tiny_suite(reference={**TINY_REFERENCE, "timeout_s": 0.5})
-    summary = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache)
+    summary = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache, jax_cache=jax_cache)
     assert summary.ok and summary.failed_references == ["sine-split0"]
     assert [r["status"] for r in read_records(tmp_path / "r")] == ["ok"]
     published = read_reference(tmp_path / "r" / "references" / "sine-split0")
@@ -90,7 +95,9 @@ def test_failed_reference_does_not_stop_the_sweep_and_is_retried_on_request(
     kept = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache)
     assert kept.skipped == 1 and [o.source for o in kept.references] == ["cached"]
     assert kept.references[0].document == published
-    rerun = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache, rerun_failed=True)
+    rerun = run_suite(
+        suite, tmp_path / "r", jobs=2, reference_dir=cache, rerun_failed=True, jax_cache=jax_cache
+    )
     assert [o.source for o in rerun.references] == ["computed"]
     assert rerun.references[0].document["computed_at"] >= published["computed_at"]
 

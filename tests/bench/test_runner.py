@@ -24,7 +24,10 @@ from ppl_bnn.bench.record import (
 )
 from ppl_bnn.bench.runner import plan, run_suite
 from ppl_bnn.files import import_arviz
+from ppl_bnn.runtime import cpu_count
 from tests.bench.conftest import FAST_SVI, tiny_suite
+
+pytestmark = pytest.mark.runtime(120)  # seconds on 2 cores: started first (tests/conftest.py)
 
 
 def _cells(results: Path) -> dict[str, dict]:
@@ -32,11 +35,11 @@ def _cells(results: Path) -> dict[str, dict]:
 
 
 def test_failing_cell_does_not_stop_the_sweep_and_resume_skips_done_cells(
-    tmp_path: Path, empty_data_dir: Path
+    tmp_path: Path, empty_data_dir: Path, jax_cache: str
 ) -> None:
     suite = tiny_suite(datasets=[{"name": "sine"}, {"name": "bostonHousing"}])
     results = tmp_path / "results"
-    summary = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir))
+    summary = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir), jax_cache=jax_cache)
     records = _cells(results)
     ok, failed = (
         records["sine-split0-svi-numpyro-seed0"],
@@ -59,11 +62,13 @@ def test_failing_cell_does_not_stop_the_sweep_and_resume_skips_done_cells(
     suite_file = json.loads((results / "suite.json").read_text())
     assert suite_file["wall_s"] > 0 and len(suite_file["cells"]) == 2
 
-    again = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir))
+    again = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir), jax_cache=jax_cache)
     assert again.skipped == 2 and not again.ok  # the failed cell is kept, and still reported
     assert _cells(results) == records
 
-    rerun = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir), rerun_failed=True)
+    rerun = run_suite(
+        suite, results, jobs=2, data_dir=str(empty_data_dir), rerun_failed=True, jax_cache=jax_cache
+    )
     assert rerun.skipped == 1
     after = _cells(results)
     assert after[ok["cell_id"]] == ok
@@ -108,9 +113,9 @@ def _modes(folder: Path) -> dict[str, int]:
     }
 
 
-def test_a_forced_rerun_that_fails_keeps_the_earlier_result(tmp_path: Path) -> None:
+def test_a_forced_rerun_that_fails_keeps_the_earlier_result(tmp_path: Path, jax_cache: str) -> None:
     results = tmp_path / "results"
-    assert run_suite(tiny_suite(), results, jobs=1).ok
+    assert run_suite(tiny_suite(), results, jobs=1, jax_cache=jax_cache).ok
     (ok,) = read_records(results)
     cell_dir = results / "cells" / ok["cell_id"]
     files = {p.name: p.read_bytes() for p in cell_dir.iterdir()}
@@ -128,7 +133,7 @@ def test_a_forced_rerun_that_fails_keeps_the_earlier_result(tmp_path: Path) -> N
     attempt_file = next((cell_dir / "attempts").iterdir()).name
     assert set(modes) == {".", *files, "attempts", f"attempts/{attempt_file}"}
 
-    again = run_suite(tiny_suite(), results, jobs=1, rerun_failed=True)
+    again = run_suite(tiny_suite(), results, jobs=1, rerun_failed=True, jax_cache=jax_cache)
     assert again.skipped == 1 and again.ok and read_record(cell_dir) == ok
 
 
@@ -144,10 +149,11 @@ def test_timeout_kills_the_cell_and_records_it(tmp_path: Path) -> None:
     ]
 
 
-def test_a_datasets_own_timeout_is_the_one_applied(tmp_path: Path) -> None:
+def test_a_datasets_own_timeout_is_the_one_applied(tmp_path: Path, jax_cache: str) -> None:
     datasets = [{"name": "sine", "timeout_s": 0.5}, {"name": "gap"}]
     results = tmp_path / "results"
-    summary = run_suite(tiny_suite(datasets=datasets), results, jobs=1)
+    # The sine cell is killed half a second in, while still importing: it never compiles.
+    summary = run_suite(tiny_suite(datasets=datasets), results, jobs=1, jax_cache=jax_cache)
     records = _cells(results)
     sine, gap = records["sine-split0-svi-numpyro-seed0"], records["gap-split0-svi-numpyro-seed0"]
     assert sine["status"] == "timeout" and sine["timeout_s"] == 0.5
@@ -158,10 +164,10 @@ def test_a_datasets_own_timeout_is_the_one_applied(tmp_path: Path) -> None:
     assert {(c["dataset"], c["timeout_s"]) for c in planned} == {("sine", 0.5), ("gap", 240)}
 
 
-def test_diverged_cell_is_recorded_as_such(tmp_path: Path) -> None:
+def test_diverged_cell_is_recorded_as_such(tmp_path: Path, jax_cache: str) -> None:
     methods = {"sgld": {"num_burnin": 50, "num_samples": 5, "thinning": 1, "step_size": 1e3}}
     results = tmp_path / "results"
-    summary = run_suite(tiny_suite(methods=methods), results, jobs=1)
+    summary = run_suite(tiny_suite(methods=methods), results, jobs=1, jax_cache=jax_cache)
     (record,) = read_records(results)
     assert record["status"] == "diverged" and record["error"]["type"] == "DivergedError"
     assert summary.ok  # divergence is a result of the method, not a failure of the sweep
@@ -205,16 +211,18 @@ def test_killing_the_sweep_loses_nothing_written(tmp_path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:.*:DeprecationWarning:distributed")
-def test_dask_executor_on_a_local_cluster(tmp_path: Path) -> None:
+def test_dask_executor_on_a_local_cluster(tmp_path: Path, jax_cache: str) -> None:
     from distributed import LocalCluster
 
     with LocalCluster(
         n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
     ) as cluster:
-        summary = run_suite(tiny_suite(), tmp_path, dask_address=cluster.scheduler_address)
+        summary = run_suite(
+            tiny_suite(), tmp_path, dask_address=cluster.scheduler_address, jax_cache=jax_cache
+        )
     (record,) = read_records(tmp_path)
     assert summary.ok and record["status"] == "ok"
-    assert record["threads"] == os.cpu_count()  # one task per worker: the worker's cores
+    assert record["threads"] == cpu_count()  # one task per worker: the worker's cores
 
 
 def test_unreachable_dask_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,8 @@ from ppl_bnn import BNN, FitResult, fit
 from ppl_bnn.methods.base import HessianError
 from tests.closed_form import flat_draws, linear_problem
 
+pytestmark = pytest.mark.runtime(105)  # seconds on 2 cores: started first (tests/conftest.py)
+
 BACKENDS = ["numpyro", "pyro"]
 
 

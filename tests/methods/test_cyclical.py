@@ -17,6 +17,8 @@ from ppl_bnn.methods.csgld import CSGLDOptions
 from ppl_bnn.methods.sgmcmc import finish, noise_schedule, step_size_schedule
 from tests.closed_form import flat_draws, linear_problem
 
+pytestmark = pytest.mark.runtime(60)  # seconds on 2 cores: started first (tests/conftest.py)
+
 # 2 cycles of 3 exploration blocks and 2 kept draws, each block 5 steps: L = 25.
 SMALL = {"step_size": 0.04, "num_cycles": 2, "num_samples": 4, "thinning": 5, "exploration": 0.6}
 

@@ -21,6 +21,8 @@ from ppl_bnn.model.layers import Dense
 from ppl_bnn.model.priors import Normal
 from tests.closed_form import linear_problem
 
+pytestmark = pytest.mark.runtime(110)  # seconds on 2 cores: started first (tests/conftest.py)
+
 BACKENDS = ["numpyro", "pyro"]
 PER_EXAMPLE = ["local_reparam", "flipout"]
 

@@ -18,6 +18,8 @@ from ppl_bnn.methods.initialisation import (
 from ppl_bnn.methods.svi import SVIOptions
 from ppl_bnn.seeding import child_seed
 
+pytestmark = pytest.mark.runtime(90)  # seconds on 2 cores: started first (tests/conftest.py)
+
 BACKENDS = ["numpyro", "pyro"]
 SEED = 5
 #: One Adam step moves each parameter by at most about the learning rate, whatever the gradient.

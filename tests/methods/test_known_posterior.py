@@ -9,6 +9,8 @@ import pytest
 from ppl_bnn import fit
 from tests.closed_form import flat_draws, linear_problem
 
+pytestmark = pytest.mark.runtime(65)  # seconds on 2 cores: started first (tests/conftest.py)
+
 BACKENDS = ["numpyro", "pyro"]
 SAMPLERS = [
     pytest.param("nuts", {}, id="nuts"),

@@ -12,6 +12,8 @@ from ppl_bnn.backends.base import Target
 from ppl_bnn.methods import get_method
 from ppl_bnn.priors import ScaleMixture
 
+pytestmark = pytest.mark.runtime(105)  # seconds on 2 cores: started first (tests/conftest.py)
+
 BACKENDS = ("numpyro", "pyro")
 
 
