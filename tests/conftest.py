@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,22 +57,49 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[JAX_CACHE_ENV_VAR] = cache.name
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Long modules first, the longest first: a module marked ``pytest.mark.runtime(seconds)``
-    (its rough run time on 2 cores) sorts by that, the rest after it in collection order.
+#: Folders whose modules run on one xdist worker as one unit: the report tests all read the tiny
+#: suite that ``tests/report/conftest.py`` fits once per worker (half a minute).
+SHARED_SCOPES = ("tests/report/",)
 
-    xdist's ``--dist loadscope`` hands modules to workers in collection order (``nox -s tests``
-    passes ``--no-loadscope-reorder``, which keeps it), so a long module that came last would run
+
+def _scope(nodeid: str) -> str:
+    """The unit xdist's loadscope hands to one worker: a shared folder, else the module."""
+    module = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_SCOPES if module.startswith(folder)), module)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with :func:`_scope`'s units (other modes: xdist's own)."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return SharedScopeScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long units first, the longest first: a unit (:func:`_scope`) weighs the sum of its modules'
+    ``pytest.mark.runtime(seconds)`` (a module's rough run time on 2 cores); unmarked ones
+    follow in collection order.
+
+    xdist's ``--dist loadscope`` hands units to workers in collection order (``nox -s tests``
+    passes ``--no-loadscope-reorder``, which keeps it), so a long unit that came last would run
     alone while the other workers idle; started first, it overlaps the many short ones
-    (longest-processing-time-first scheduling). The sort is stable: a module's tests keep their
+    (longest-processing-time-first scheduling). The sort is stable: a unit's tests keep their
     order.
     """
-
-    def seconds(item: pytest.Item) -> float:
+    modules: dict[str, float] = {}
+    for item in items:
         marker = item.get_closest_marker("runtime")
-        return float(marker.args[0]) if marker else 0.0
-
-    items.sort(key=lambda item: -seconds(item))
+        modules[item.nodeid.split("::", 1)[0]] = float(marker.args[0]) if marker else 0.0
+    weights: dict[str, float] = {}
+    for module, seconds in modules.items():
+        weights[_scope(module)] = weights.get(_scope(module), 0.0) + seconds
+    items.sort(key=lambda item: -weights[_scope(item.nodeid)])
 
 
 @pytest.fixture

@@ -31,6 +31,8 @@ from ppl_bnn.report.document import (
 from ppl_bnn.report.html import CSS, render_html
 from tests.report.pruning_records import write_pruning_suite
 
+pytestmark = pytest.mark.runtime(40)  # seconds on 2 cores, with the other report modules
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",

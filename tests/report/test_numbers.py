@@ -17,6 +17,8 @@ from ppl_bnn.bench.record import read_records
 from ppl_bnn.report import fidelity, fmt, load_results, stats
 from tests.report.helpers import row, section, tables
 
+pytestmark = pytest.mark.runtime(20)  # seconds on 2 cores, with the other report modules
+
 
 def test_csv_has_one_row_per_cell_with_the_stored_numbers(report_dir: Path, results_dir) -> None:
     frame = pd.read_csv(report_dir / "results.csv")
