@@ -68,6 +68,7 @@ def _scope(nodeid: str) -> str:
     return next((folder for folder in SHARED_SCOPES if module.startswith(folder)), module)
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown where xdist is not installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadscope`` with :func:`_scope`'s units (other modes: xdist's own)."""
     if config.getoption("dist") != "loadscope":
