@@ -80,6 +80,11 @@ from ppl_bnn.bench.schema import (
 )
 from ppl_bnn.data import dataset_names
 
+#: Where ``fit``'s SVI starts in the overhead probe: as NumPyro's ``AutoNormal`` does (uniform in
+#: unconstrained space), not from ``svi``'s default MAP warm start, which the direct call it is
+#: compared with does not run.
+OVERHEAD_SVI_START = "uniform"
+
 # The JAX caches the throughput probe runs its cells with: filled beforehand, or none.
 THROUGHPUT_CACHES = ("warm", "none")
 
@@ -216,6 +221,12 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         check_keys(f"{where} [overhead]", overhead, {"problem", "nuts", "svi", "repeats"})
         problem = _problem(f"{where} [overhead]", problems, overhead.get("problem", ""))
         settings = {k: dict(overhead.get(k, {})) for k in ("nuts", "svi")}
+        start = settings["svi"].setdefault("init_loc", OVERHEAD_SVI_START)
+        if start != OVERHEAD_SVI_START:
+            raise SuiteError(
+                f"{where} [overhead] svi: init_loc must be {OVERHEAD_SVI_START!r}, the start of "
+                f"NumPyro's own SVI that fit's is compared with; got {start!r}"
+            )
         settings.update({k: overhead[k] for k in ("repeats",) if k in overhead})
         add(
             f"overhead-{overhead['problem']}",

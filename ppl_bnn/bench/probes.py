@@ -161,6 +161,8 @@ def overhead(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
     ``fit`` also computes the pointwise training log-likelihood and converts draws to numpy;
     that is part of its overhead. The direct SVI call draws ``num_draws`` from the guide too.
+    Both SVI runs start as ``AutoNormal`` does: the suite gives ``fit``'s SVI
+    ``init_loc="uniform"`` (:data:`~ppl_bnn.bench.perf_suite.OVERHEAD_SVI_START`).
     """
     import jax
     from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO, init_to_uniform

@@ -51,6 +51,9 @@ def test_shipped_perf_suite_expands_into_uniquely_named_probes():
     assert {(500, 50), (5000, 50), (50000, 50), (500, 10), (500, 200)} == scaling
     only_pyro = suite.cells(only={"backend": {"pyro"}})
     assert only_pyro and all(p.backend == "pyro" for p in only_pyro)
+    # fit's SVI starts where NumPyro's own AutoNormal does, not from a MAP warm start.
+    (overhead,) = (p for p in probes if p.kind == "overhead")
+    assert overhead.params["svi"] == {"num_steps": 3000, "init_loc": "uniform"}
 
 
 def test_probe_round_trips_and_hashes_its_config():
@@ -107,6 +110,10 @@ def test_probe_round_trips_and_hashes_its_config():
         (
             {"compile_cache": {"problem": "cosine", "methods": {"svi": {}}}},
             r"\[compile_cache\]: unknown problem 'cosine'",
+        ),
+        (
+            {"overhead": {"problem": "sine", "svi": {"init_loc": "map"}}},
+            r"\[overhead\] svi: init_loc must be 'uniform', the start of NumPyro's own SVI .*'map'",
         ),
         ({"conv": {"image": 28}}, r"\[conv\]: unknown keys \['image'\]"),
         (
