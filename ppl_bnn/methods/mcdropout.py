@@ -109,11 +109,22 @@ class MCDropoutOptions(map_estimate.MAPOptions):
                 f"concrete dropout takes one mask per step: num_particles must be 1, got "
                 f"{self.num_particles!r}"
             )
+        if self.keep == "lowest" and self.masked:
+            raise ValueError(
+                "keep='lowest' needs a loss without noise: dropout's masks make each step's "
+                "loss a random estimate, whose lowest value is noise; give keep='last'"
+            )
+
+    @property
+    def masked(self) -> bool:
+        """Whether training draws dropout masks (a rate above 0, or concrete dropout)."""
+        return self.concrete or self.dropout_rate != 0.0
 
     def map_options(self) -> map_estimate.MAPOptions:
         """The options of the ``map`` fit behind it (:func:`~ppl_bnn.methods.map_estimate.
-        map_options_of`)."""
-        return map_estimate.map_options_of(self)
+        map_options_of`); with masks (:attr:`masked`) it keeps the last iterate."""
+        options = map_estimate.map_options_of(self)
+        return replace(options, keep="last") if self.masked else options
 
     def dropout(self, spec: BNNSpec) -> Dropout:
         """The training-time dropout of a network of ``spec``."""

@@ -132,6 +132,11 @@ class OptimisationOptions:
         """Keyword arguments of the autoguide class (beyond the model and init_loc_fn)."""
         return {}
 
+    def keeps_lowest_loss(self) -> bool:
+        """Whether the driver keeps the iterate of lowest loss instead of the last (``map``'s
+        ``keep``; :func:`kept_step`)."""
+        return False
+
     #: The autoguide class, by its name in both ``numpyro.infer.autoguide`` and
     #: ``pyro.infer.autoguide``; set by each method's options.
     GUIDE: ClassVar[str]
@@ -318,6 +323,16 @@ def finish(
     return RunOutput(
         draws=draws, timings=timings, losses=losses, variational=variational, info=info
     )
+
+
+def kept_step(losses: np.ndarray, final_loss: float) -> int:
+    """The steps taken before the iterate of lowest loss, among the parameters after each step:
+    ``losses[i]`` is the loss at the parameters after ``i`` steps (each step's loss is taken
+    before its update), ``final_loss`` the loss after the last. Ties go to the later iterate,
+    so a loss that never rose keeps the last (``len(losses)``). Call it after
+    :func:`check_losses`; the loss before the first step, at the start, is not a candidate."""
+    after = np.append(np.asarray(losses, dtype=np.float64)[1:], final_loss)
+    return 1 + int(after.size - 1 - np.argmin(after[::-1]))
 
 
 def batch_schedule_for(

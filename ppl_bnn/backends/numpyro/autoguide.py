@@ -25,6 +25,7 @@ from ppl_bnn.methods.optimisation import (
     check_losses,
     dropout_rates_info,
     finish,
+    kept_step,
     learned_prior_info,
     loss_error,
 )
@@ -50,14 +51,19 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
 
     curve = make_curve(target, options, seed)
 
+    keep_lowest = options.keeps_lowest_loss()
+
     def one_step(carry, idx, active):
-        state, stopped = carry
+        (state, lowest), stopped = carry
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
         new, loss, log_lik = update(svi, state, xb, yb, likelihood_scale=scale)
-        return hold(new, state, stopped, loss, active), (loss, log_lik)
+        if keep_lowest:
+            lowest = _lower(lowest, loss, svi.get_params(state), state.optim_state[0], active)
+        new, stopped = hold(new, state, stopped, loss, active)
+        return ((new, lowest), stopped), (loss, log_lik)
 
     def guide_at(state):
-        params = svi.get_params(state)
+        params = svi.get_params(state[0])
         return tuple(
             {s.name: params[f"{s.name}_auto_{kind}"] for s in target.spec.sites()}
             for kind in ("loc", "scale")
@@ -69,14 +75,25 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     # NumPyro refuses to start where the loss is not finite: a breakdown at step 0.
     with ops.no_valid_start_as(lambda: loss_error(name, target, options, 0)):
         state = svi.init(key_init, x, y, likelihood_scale=full_scale)
+    lowest = (jnp.asarray(jnp.inf, dtype=float), svi.get_params(state)) if keep_lowest else None
     initialised = now()
-    state, (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, state, schedule, options.num_steps, curve, guide_at
+    (state, lowest), (losses, log_lik), compile_s, run_s = run_steps(
+        one_step, (state, lowest), schedule, options.num_steps, curve, guide_at
     )
     end = now()
     params = svi.get_params(state)
     losses = np.asarray(losses)
     check_losses(name, target, options, losses, params)
+    info: dict = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
+    evaluate_s = 0.0
+    if keep_lowest:  # the loss after the last step, the one iterate the scan did not score
+        evaluate = jax.jit(lambda s: svi.evaluate(s, x, y, likelihood_scale=scale))
+        evaluate = evaluate.lower(state).compile()
+        evaluate_s = now() - end
+        info["kept_step"] = kept_step(losses, float(evaluate(state)))
+        if info["kept_step"] < options.num_steps:
+            params = lowest[1]
+    evaluated = now()
     if options.GUIDE == "AutoLaplaceApproximation":
         with warnings.catch_warnings():
             warnings.filterwarnings("error", message="Hessian of log posterior at the MAP")
@@ -99,11 +116,10 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     # Initialisation traces the model and guide; lower().compile() builds the scan and the
     # guide sampler.
     timings = {
-        "compile": (initialised - start) + compile_s + (sampler_compiled - end),
-        "warmup": run_s,
+        "compile": (initialised - start) + compile_s + evaluate_s + (sampler_compiled - evaluated),
+        "warmup": run_s + (evaluated - end - evaluate_s),
         "sampling": drawn - sampler_compiled,
     }
-    info = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
     if curve is not None:
         timings["curves"] = curve.seconds
         info.update(curve.info(losses, np.asarray(log_lik)))
@@ -112,3 +128,15 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     add_start(timings, info, start_values)
     draws = {k: np.asarray(v) for k, v in draws.items()}
     return finish(name, target, options, losses, draws, timings, variational, info)
+
+
+def _lower(
+    lowest: tuple, loss: jax.Array, params: dict, steps: jax.Array, active: jax.Array | None
+):
+    """``(loss, params)`` of lowest loss so far among the parameters after one step or more (ties
+    to the later; see :func:`~ppl_bnn.methods.optimisation.kept_step`); ``steps``: the updates
+    taken before ``params``, ``active``: False on a padding step (None: every step counts)."""
+    take = jnp.isfinite(loss) & (loss <= lowest[0]) & (steps > 0)
+    if active is not None:
+        take = take & active
+    return jax.tree.map(lambda new, old: jnp.where(take, new, old), (loss, params), lowest)

@@ -25,6 +25,7 @@ from ppl_bnn.methods.optimisation import (
     check_losses,
     dropout_rates_info,
     finish,
+    kept_step,
     learned_prior_info,
 )
 from ppl_bnn.seeding import child_seed
@@ -64,6 +65,18 @@ def _guide_at(guide: Any, names: list[str]) -> tuple[dict[str, Any], ...]:
             {name: getattr(getattr(guide, kind), name).detach().numpy().copy() for name in names}
             for kind in ("locs", "scales")
         )
+
+
+def _copy_params() -> list[torch.Tensor]:
+    """The values of every parameter in Pyro's param store (unconstrained), copied."""
+    return [p.detach().clone() for _, p in pyro.get_param_store().named_parameters()]
+
+
+def _restore_params(values: list[torch.Tensor]) -> None:
+    """Set the param store's parameters to ``values`` (from :func:`_copy_params`) in place."""
+    with torch.no_grad():
+        for (_, p), value in zip(pyro.get_param_store().named_parameters(), values, strict=True):
+            p.copy_(value)
 
 
 def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
@@ -110,22 +123,33 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         # with one error (check_losses).
         with pyro.validation_enabled(False), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Encountered NaN", category=UserWarning)
+            keep_lowest = options.keeps_lowest_loss()
+            lowest = np.inf, None  # loss and parameters of the lowest loss after a step
             start = now()
             # The first step traces the model and guide (and compiles them with JitTrace_ELBO).
             for i in range(options.num_steps):
                 if i and not np.isfinite(losses[i - 1]):
                     break
+                before = _copy_params() if keep_lowest and i else None
                 losses[i] = step(i)
+                if before is not None and losses[i] <= lowest[0]:
+                    lowest = losses[i], before
                 if i == 0:
                     first = now()
                 if curve is not None:
                     log_lik[i] = elbo.last_log_lik
                     if i + 1 in checkpoints:
                         curve.checkpoint(*_guide_at(guide, names))
-            end = now()
-        params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
+            params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
+            check_losses(name, target, options, losses, params)
+            kept = {}
+            if keep_lowest:  # the loss after the last step, the one iterate the loop did not score
+                final_loss = elbo.loss(program, guide, x, y, likelihood_scale=scale)
+                kept["kept_step"] = kept_step(losses, final_loss)
+                if kept["kept_step"] < options.num_steps:
+                    _restore_params(lowest[1])
+            evaluated = now()
         learned = {k: v.detach().numpy() for k, v in pyro.get_param_store().items()}
-        check_losses(name, target, options, losses, params)
         if options.GUIDE == "AutoLaplaceApproximation":
             try:
                 guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
@@ -140,7 +164,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             if options.GUIDE == "AutoNormal":
                 variational = dict(zip(("loc", "scale"), _guide_at(guide, names), strict=True))
         drawn = now()
-    timings = {"compile": first - start, "warmup": end - first, "sampling": drawn - end}
+    timings = {"compile": first - start, "warmup": evaluated - first, "sampling": drawn - evaluated}
     info = {
         "elbo": type(elbo).__name__,
         "update": options.update,
@@ -148,6 +172,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         "torch_threads": torch.get_num_threads(),
         **learned_prior_info(target, learned),
         **dropout_rates_info(learned),
+        **kept,
     }
     if curve is not None:
         timings["warmup"] -= curve.seconds
