@@ -132,7 +132,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
 
 def _lower(
     lowest: tuple, loss: jax.Array, params: dict, steps: jax.Array, active: jax.Array | None
-):
+) -> tuple:
     """``(loss, params)`` of lowest loss so far among the parameters after one step or more (ties
     to the later; see :func:`~ppl_bnn.methods.optimisation.kept_step`); ``steps``: the updates
     taken before ``params``, ``active``: False on a padding step (None: every step counts)."""
