@@ -160,8 +160,9 @@ def torch_plain_step(
     import torch
     from torch import nn
 
-    with torch.random.fork_rng(devices=[]):  # seeded initial weights; the global state is restored
-        torch.manual_seed(0)
+    from ppl_bnn.backends.pyro.rng import seeded_torch
+
+    with seeded_torch(0):  # seeded initial weights; the caller's RNG state is restored
         net = nn.Sequential(
             nn.Conv2d(1, 6, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(6, 16, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),

@@ -11,13 +11,15 @@ import torch
 
 @contextlib.contextmanager
 def seeded_torch(seed: int) -> Iterator[None]:
-    """Run Pyro code with torch's generator seeded, restoring the caller's RNG state afterwards.
+    """Run torch code (Pyro's) with torch's default generator in the state of an explicit
+    generator seeded by ``seed``, restoring the caller's RNG state afterwards.
 
     Pyro's samplers and guides draw from torch's default generator and accept no other, so the
-    seed is applied inside :func:`torch.random.fork_rng`: nothing leaks to the caller.
+    state of ``torch.Generator().manual_seed(seed)`` is installed there inside
+    :func:`torch.random.fork_rng`, for the block only: nothing leaks to the caller.
     """
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.set_rng_state(torch.Generator().manual_seed(seed).get_state())
         yield
 
 
