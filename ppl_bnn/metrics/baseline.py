@@ -2,7 +2,8 @@ r"""The constant predictor every fit must beat, and the check that says whether 
 
 A predictive that scores below a constant fitted to the training targets, on the test set or on
 the training set itself, has learned nothing usable from the inputs; reports flag such a fit and
-keep it out of every ranking.
+keep it out of every ranking. Where a test set reaches beyond the training inputs, the test check
+looks only where they lie (see :func:`ppl_bnn.bench.evaluate.evaluate`).
 
 - Regression: :math:`\mathcal N(\bar y, s^2)` with the training targets' mean and standard
   deviation (``ddof=0``, the maximum-likelihood Gaussian).
@@ -72,17 +73,22 @@ def usability_flags(
     baseline_train_ll: float,
     nonfinite_test_points: int = 0,
     num_test_points: int | None = None,
+    test_part: str | None = None,
 ) -> list[str]:
     """Why a fit's predictive is unusable (empty when it is usable).
 
     Unusable: a test log-likelihood below the constant predictor's, a training log-likelihood
     below the constant's (the fit did not even describe its own data), or a log-likelihood that
     is not finite at some test points (the mean over the rest would flatter it).
+
+    ``test_part`` names the part of the test set that ``test_ll`` and ``baseline_test_ll``
+    score (e.g. ``"in range"``), None for the whole set.
     """
     flags = []
     if not np.isfinite(test_ll) or test_ll < baseline_test_ll:
+        part = "" if test_part is None else f" ({test_part})"
         flags.append(
-            f"test log-likelihood {test_ll:.3g} is below the constant predictor's "
+            f"test log-likelihood{part} {test_ll:.3g} is below the constant predictor's "
             f"{baseline_test_ll:.3g}"
         )
     if not np.isfinite(train_ll) or train_ll < baseline_train_ll:

@@ -167,6 +167,11 @@ QUANTITIES: dict[str, Quantity] = {
         "test LL of a constant predictor fitted to the training targets (Gaussian; class "
         "frequencies): a usable fit beats it",
     ),
+    "baseline_test_ll_in": Quantity(
+        "constant test LL _in",
+        "as above, on the inside part of the test set: where a set has parts, a usable fit "
+        "beats it there",
+    ),
     "baseline_train_ll": Quantity("constant train LL", "its training LL"),
 }
 

@@ -14,6 +14,7 @@ and torch's price, paid again only in a new process with no compilation cache; i
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -227,9 +228,13 @@ _FLAG_KINDS = (
 
 def _flag_kinds(flags: pd.Series) -> str:
     """Which checks a group's flagged cells failed, e.g. ``"test LL, training LL below the
-    constant's"``."""
+    constant's"``, or ``"test LL in range below the constant's"`` where the test check scored
+    one part of the test set."""
     text = "; ".join(flags.dropna().astype(str))
     kinds = [short for start, short in _FLAG_KINDS if start in text]
+    test_parts = sorted(set(re.findall(r"test log-likelihood \(([^)]+)\)", text)))
+    if test_parts:
+        kinds = [f"test LL {' / '.join(test_parts)}" if k == "test LL" else k for k in kinds]
     below = [k for k in kinds if k != "non-finite LL"]
     parts = [f"{', '.join(below)} below the constant's"] if below else []
     return "; ".join(parts + [k for k in kinds if k == "non-finite LL"])

@@ -45,7 +45,8 @@ RANKING_NOTE = (
     f"3 replicates, {critical_value(20):.1f} with 20); {TIE_MARK}: tied for best (no clear "
     f"winner). Ranked only among (method, backend) pairs whose every cell finished ok at the "
     f"full budget; {FLAG_MARK} unusable: a predictive worse than a constant fitted to the "
-    f"training targets (on the test or the training set), never ranked."
+    f"training targets (on the test set, on its inside part where it has parts, or on the "
+    f"training set), never ranked."
 )
 
 

@@ -138,21 +138,34 @@ def test_sine_is_scored_in_range_and_out_of_range(sine, svi_fit) -> None:
 
 
 def test_a_fit_that_learned_nothing_is_flagged_and_a_good_one_is_not(sine) -> None:
+    """The constant predictor's scores in closed form, and the checks against them. The test
+    check looks where the training inputs lie: MAP's fit is good in range and far too sure out
+    of range, where its whole-set test LL falls far below the constant's, and it is usable (its
+    over-confidence is judged against the reference)."""
     model = BNN(sine.x_train, sine.y_train, hidden=(10,), noise="learned")
     good = evaluate(fit(model, "map", num_steps=1500, learning_rate=0.02, seed=0), sine)
     # Zero steps: the prior draw at the initial point predicts nothing about y.
     bad = evaluate(fit(model, "map", num_steps=1, learning_rate=1e-6, seed=0), sine)
+    y_train = sine.y_to_original(sine.y_train)
+
+    def constant_ll(y: np.ndarray) -> float:
+        z = (y - y_train.mean()) / y_train.std()
+        return float(np.mean(-0.5 * z**2 - np.log(y_train.std() * np.sqrt(2 * np.pi))))
+
+    y_in = sine.y_to_original(sine.y_test)[sine.test_inside]
     for out in (good, bad):
-        y_train = sine.y_to_original(sine.y_train)
-        expected = np.mean(
-            -0.5 * ((y_train - y_train.mean()) / y_train.std()) ** 2
-            - np.log(y_train.std() * np.sqrt(2 * np.pi))
-        )
-        assert out.metrics["baseline_train_ll"] == pytest.approx(expected, rel=1e-9)
+        assert out.metrics["baseline_train_ll"] == pytest.approx(constant_ll(y_train), rel=1e-9)
+        assert out.metrics["baseline_test_ll_in"] == pytest.approx(constant_ll(y_in), rel=1e-9)
     assert good.metrics["train_ll"] > good.metrics["baseline_train_ll"]
-    assert not any("training" in f for f in good.flags)
+    assert good.metrics["test_ll_in"] > good.metrics["baseline_test_ll_in"]
+    assert good.metrics["test_ll"] < good.metrics["baseline_test_ll"] - 10
+    assert good.flags == []
     assert bad.metrics["train_ll"] < bad.metrics["baseline_train_ll"]
-    assert any(f.startswith("training log-likelihood") for f in bad.flags)
+    assert bad.metrics["test_ll_in"] < bad.metrics["baseline_test_ll_in"]
+    assert [f.split(" -")[0] for f in bad.flags] == [
+        "test log-likelihood (in range)",
+        "training log-likelihood",
+    ]
 
 
 def test_training_curve_is_stored_in_original_units(sine) -> None:

@@ -72,3 +72,8 @@ def test_usability_flags_name_every_reason() -> None:
         "training log-likelihood nan is below the constant predictor's -1.9",
         "log-likelihood not finite at 4 of 100 test points",
     ]
+    part = metrics.usability_flags(
+        test_ll=-3.0, baseline_test_ll=-2.0, train_ll=-0.5, baseline_train_ll=-1.9,
+        test_part="in range",
+    )  # fmt: skip
+    assert part == ["test log-likelihood (in range) -3 is below the constant predictor's -2"]

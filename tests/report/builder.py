@@ -221,7 +221,7 @@ def _record(cell: Cell, **fields: Any) -> dict[str, Any]:
 
 
 REGIONS = {"in": "near zero", "out": "far"}
-FLAG = "test log-likelihood -9 is below the constant predictor's -1.5"
+FLAG = "test log-likelihood (near zero) -9 is below the constant predictor's -1.5"
 
 
 def write_reference(root: Path, dataset: str, split: int, data: dict | None, **fields: Any) -> Path:

@@ -36,7 +36,7 @@ def test_summary_comes_first_and_names_front_and_failures(html: str) -> None:
     assert "Pareto front of test LL near zero against cost" in text
     assert "Pareto front of test LL far against cost" in text
     assert "Unusable (worse than a constant predictor), left out" in text
-    assert "map/pyro (1 of 1 cells; test LL below the constant&#x27;s)" in sine
+    assert "map/pyro (1 of 1 cells; test LL near zero below the constant&#x27;s)" in sine
     assert "Failed: nuts/pyro (1 of 1 cells)" in text
     assert "Diverged: sgld/numpyro (1 of 1 cells)" in text
     assert "Reduced budget, marked † and never ranked: nuts/pyro" in text
