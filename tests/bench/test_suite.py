@@ -366,8 +366,8 @@ def test_default_suite_runs_the_baselines_on_every_set() -> None:
     contestants = {(c.label, c.contestant) for c in suite.cells() if c.variant is None}
     for dataset in ("sine", "gap", "diabetes", "digits"):
         for contestant in (
-            "laplace", "laplace (tuned)", "mcdropout", "map", "map (tuned)", "ensemble",
-            "ensemble (tuned)", "swag (tuned)",
+            "laplace", "laplace (tuned)", "mcdropout", "mcdropout (tuned)", "map",
+            "map (tuned)", "ensemble", "ensemble (tuned)", "swag (tuned)",
         ):  # fmt: skip
             assert (dataset, contestant) in contestants, (dataset, contestant)
         assert (dataset, "swag") not in contestants  # untuned SWAG has no learning rate to show
