@@ -192,6 +192,11 @@ class Probe(_Runnable):
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "params": self.params}
 
+    def host_devices(self, threads: int) -> int:
+        """XLA host devices of the probe's process: prediction spreads draws over them, the
+        other probes time one device."""
+        return threads if self.kind == "predict" else 1
+
 
 def cell_from_dict(data: dict[str, Any]) -> Cell | Probe:
     """A :class:`Cell` or :class:`Probe` from its :meth:`to_dict` form."""

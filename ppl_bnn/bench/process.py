@@ -1,6 +1,7 @@
-"""Run one cell in a child process with a timeout, staging its files until they are complete.
+"""Run one cell in a warm worker process (:mod:`ppl_bnn.bench.pool`) with a timeout, staging its
+files until they are complete.
 
-The child writes into a staging directory beside the cell's final directory (see
+The worker writes into a staging directory beside the cell's final directory (see
 :func:`ppl_bnn.files.staging_dir`); only when it has finished (or has been recorded as timed out or
 crashed), and the caller has added what it adds (a reference's ``reference.json``), does the
 staging directory replace the final one. An earlier result is therefore never half-overwritten,
@@ -13,26 +14,22 @@ rerun that crashes leaves the earlier result in place.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.bench.cell import base_record, cell_from_dict
-from ppl_bnn.bench.environment import thread_environment, timestamp
+from ppl_bnn.bench import pool
+from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict
+from ppl_bnn.bench.environment import timestamp
+from ppl_bnn.bench.pool import Profile, WorkerLost
 from ppl_bnn.bench.record import COMPLETE, read_record, write_attempt, write_record
 from ppl_bnn.bench.staging import install, share
 from ppl_bnn.files import staging_dir
 from ppl_bnn.runtime import cpu_count
 
 logger = logging.getLogger(__name__)
-_STDERR_TAIL = 4000
 
 
 def dask_threads() -> int | None:
@@ -64,6 +61,16 @@ def _finish(staging: Path, final: Path, record: dict[str, Any]) -> dict[str, Any
     return record
 
 
+def cell_profile(cell: Cell | Probe, threads: int) -> Profile:
+    """The worker a cell needs: ``threads``, and for NumPyro as many host devices as chains
+    (run in parallel); Pyro's cells run on any worker of their thread budget."""
+    if isinstance(cell, Probe):
+        return Profile(threads, cell.host_devices(threads))
+    if cell.backend != "numpyro":
+        return Profile(threads)
+    return Profile(threads, max(1, int(cell.options.get("num_chains", 1))))
+
+
 def run_cell_process(
     cell_dict: dict[str, Any],
     out_dir: str,
@@ -71,18 +78,24 @@ def run_cell_process(
     data_dir: str | None = None,
     threads: int | None = None,
     jax_cache: str | None = None,
+    fit_store: str | None = None,
     before_install: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a cell in a fresh Python process, enforce its timeout and return its record.
+    """Run a cell in a warm worker of this process's pool, enforce its timeout and return its
+    record.
 
     Plain arguments (and a picklable ``before_install``), so the function can be shipped to a
-    Dask worker.
+    Dask worker, whose own pool then runs it. A probe runs in a new worker of its own, which
+    ends with it: probes time things, compilation included, in a process no cell warmed.
 
     Args:
         cell_dict: The cell or probe, as its ``to_dict()``.
         out_dir: The directory its files end up in (e.g. ``<results>/cells/<cell_id>``),
             replacing what was there unless this run failed and that is a complete result.
-        data_dir, threads, jax_cache: Passed to the worker.
+        data_dir, jax_cache: Passed to the worker.
+        fit_store: The shared-fit store the cell reads and writes
+            (:mod:`ppl_bnn.methods.shared`), or None.
+        threads: The worker's thread budget (default: Dask's share of the cores, else 1).
         before_install: Called with the staging directory and the record once the record is
             written, before the directory is installed.
 
@@ -94,52 +107,54 @@ def run_cell_process(
     threads = threads or dask_threads() or 1
     final = Path(out_dir)
     staging = staging_dir(final)
-    command = [sys.executable, "-m", "ppl_bnn.bench.worker", json.dumps(cell.to_dict())]
-    command += [str(staging), "--threads", str(threads), "--parent-pid", str(os.getpid())]
-    if data_dir:
-        command += ["--data-dir", str(data_dir)]
-    if jax_cache:
-        command += ["--jax-cache", str(jax_cache)]
     started = timestamp()
-    env = {**os.environ, **thread_environment(threads)}
-    proc = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,  # the timeout kills the worker and anything it started
-    )
+    task = {"cell": cell.to_dict(), "out_dir": str(staging), "data_dir": data_dir}
+    task.update(jax_cache=jax_cache, fit_store=fit_store)
     try:
-        _, stderr = proc.communicate(timeout=cell.timeout_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate()
-        timed_out = True
-    record = read_record(staging)
-    if record is None:
-        record = base_record(cell)
-        record["started_at"] = started
-        record["finished_at"] = timestamp()
-        record["threads"] = threads
-        if timed_out:
-            record["status"] = "timeout"
-            record["error"] = {
-                "type": "Timeout",
-                "message": f"the cell exceeded its {cell.timeout_s:g} s limit and was killed",
-                "traceback": (stderr or "")[-_STDERR_TAIL:],
-            }
-        else:
-            record["error"] = {
-                "type": "WorkerCrashed",
-                "message": f"the worker process exited with status {proc.returncode} "
-                "without writing a record",
-                "traceback": (stderr or "")[-_STDERR_TAIL:],
-            }
+        record = _run_on_worker(cell, task, cell_profile(cell, threads))
+    except WorkerLost as lost:
+        record = _lost_record(cell, lost, started, threads)
         write_record(staging, record)
     if before_install is not None:
         before_install(staging, record)
     record = _finish(staging, final, record)
     logger.info("%s: %s", cell.cell_id, record["status"])
+    return record
+
+
+def run_cells_process(
+    cells: list[tuple[dict[str, Any], str]], **process: Any
+) -> list[dict[str, Any]]:
+    """Run cells one after another (:func:`run_cell_process` for each ``(cell_dict, out_dir)``),
+    in one worker while it lives: given the seeds of one program, the first compiles it and the
+    rest reuse it. Plain arguments, for Dask."""
+    return [run_cell_process(cell, out_dir, **process) for cell, out_dir in cells]
+
+
+def _run_on_worker(cell: Cell | Probe, task: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """Run ``task`` on a worker of ``profile`` (a probe's own, a cell's from the pool) and return
+    the record it wrote."""
+    workers = pool.fresh(profile) if isinstance(cell, Probe) else pool.borrowed(profile)
+    with workers as worker:
+        task["worker"] = {"task": worker.tasks + 1, "start_s": worker.start_seconds}
+        worker.run(task, cell.timeout_s)
+    record = read_record(Path(task["out_dir"]))
+    if record is None:
+        raise WorkerLost("answered", timed_out=False, returncode=None, stderr="")
+    return record
+
+
+def _lost_record(
+    cell: Cell | Probe, lost: WorkerLost, started: str, threads: int
+) -> dict[str, Any]:
+    """The record of a cell whose worker was killed at its timeout or died."""
+    record = base_record(cell)
+    record.update(started_at=started, finished_at=timestamp(), threads=threads)
+    if lost.timed_out:
+        record["status"] = "timeout"
+        message = f"the cell exceeded its {cell.timeout_s:g} s limit and was killed"
+        record["error"] = {"type": "Timeout", "message": message, "traceback": lost.stderr}
+    else:
+        record["error"] = {"type": "WorkerCrashed", "message": f"{lost} without writing a record",
+                           "traceback": lost.stderr}  # fmt: skip
     return record

@@ -1,11 +1,12 @@
-"""Run one cell in this process: ``python -m ppl_bnn.bench.worker CELL_JSON OUT_DIR``.
+"""The worker process of :mod:`ppl_bnn.bench.pool`: ``python -m ppl_bnn.bench.worker --serve FD``.
 
-The runner starts one such process per cell, so a crash, a hang (killed at the timeout) or a
-thread-pool setting never reaches another cell. The process sets its thread budget before JAX or
-torch start, fits, evaluates and writes ``inference_data.nc``, ``predictions.nc`` and, last,
-``record.json`` into ``OUT_DIR``. A fit that raises still gets a record (``failed`` with the
-traceback, or ``diverged`` when the method broke down numerically); the exit status is 0
-whenever a record was written.
+It sets its thread budget and XLA host devices before JAX or torch start, imports both, says it
+is ready on the reply pipe ``FD``, then runs the cells and probes sent as JSON lines on its
+stdin, one at a time, until stdin closes. For each cell it fits, evaluates and writes
+``inference_data.nc``, ``predictions.nc`` and, last, ``record.json`` into the task's folder,
+then answers one JSON line. A fit that raises still gets a record (``failed`` with the
+traceback, or ``diverged`` when the method broke down numerically) and the worker goes on; only
+a hang (killed at the timeout) or a crash of the interpreter ends it, and the pool replaces it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
 from ppl_bnn.data import load_dataset
 from ppl_bnn.files import write_atomic
-from ppl_bnn.methods import get_method
+from ppl_bnn.methods import get_method, shared
 from ppl_bnn.methods.base import DivergedError, HessianError
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
@@ -47,25 +48,28 @@ def run(
     data_dir: str | None,
     threads: int,
     jax_cache: str | None = None,
+    worker: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Fit and evaluate ``cell``; write its files and record into ``out_dir``."""
+    """Fit and evaluate ``cell``; write its files and record into ``out_dir`` (``worker``: what
+    the record says of the process that ran it)."""
     record = base_record(cell)
-    record.update(threads=threads, jax_cache=jax_cache)
+    record.update(threads=threads, jax_cache=jax_cache, worker=worker or {})
     start = now()
     numpyro = cell.backend == "numpyro"
-    compiles = compile_counter() if numpyro else None
+    compiles = compile_counter().snapshot() if numpyro else None
+    fitting = 0.0  # seconds inside fit, the tuning grid's fits included
     try:
-        # Each backend's runtime only: a cell never starts the other library.
         if numpyro:
-            configure_runtime(host_devices=max(1, int(cell.options.get("num_chains", 1))))
-        else:
-            configure_runtime(torch_threads=threads)
+            # The suite's shared cache, or none (--no-jax-cache): never the user's own directory.
+            configure_runtime(jax_cache=jax_cache or False)
+            enable_jax_cache()
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
         settings, options, tuning = cell.model, cell.options, None
         if cell.tune is not None:
             # Settings chosen on a validation split of the training set, never the test set.
             tuning = tune(cell, data)
             settings, options = tuning.model, tuning.options
+            fitting += tuning.seconds - tuning.info["shared_seconds"]
         model = BNN(data.x_train, data.y_train, **model_arguments(settings, data))
         # The test set as the held-out set of a training curve: shown in the report only,
         # never used to fit or to choose anything.
@@ -75,6 +79,7 @@ def run(
         result = fit(
             model, cell.method, backend=cell.backend, seed=cell.seed, **held_out, **options
         )
+        fitting += result.timings["total"] - result.timings.get("shared", 0.0)
         evaluation = evaluate(result, data, stored_draws=cell.stored_draws)
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
         idata = result.to_arviz()
@@ -107,8 +112,10 @@ def run(
         logger.exception("cell %s failed", cell.cell_id)
         record.update(status="failed", error=_error(err))
     record["timings"]["cell_wall"] = now() - start
-    if compiles is not None:
-        record["compilation"] = compiles.as_dict()
+    # The cell's time outside fit: loading data, evaluating, writing its files.
+    record["timings"]["overhead"] = record["timings"]["cell_wall"] - fitting
+    if compiles is not None:  # this cell's, not the worker's since it started
+        record["compilation"] = compile_counter().counts_since(compiles)
     record["finished_at"] = timestamp()
     write_record(out_dir, record)
     return record
@@ -122,9 +129,6 @@ def run_probe_cell(
     record.update(threads=threads)
     start = now()
     try:
-        # Prediction spreads draws over host devices; the other probes time one device.
-        host_devices = threads if probe.kind == "predict" else 1
-        configure_runtime(host_devices=host_devices, torch_threads=threads)
         rows = run_probe(probe, data_dir)
         record.update(status="ok", perf=rows, versions=library_versions())
     except Exception as err:  # every failure is recorded, never raised
@@ -153,35 +157,65 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
+    """Run one task of the pool: ``cell`` (its ``to_dict()``) into ``out_dir``, with the
+    ``data_dir``, ``jax_cache`` and shared-fit store (``fit_store``, see
+    :mod:`ppl_bnn.methods.shared`) it names; ``worker`` (how many tasks the worker has run,
+    the seconds it took to start where this task started it) joins the record's ``worker``."""
+    cell = cell_from_dict(task["cell"])
+    out_dir = Path(task["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(cell, Probe):
+        return run_probe_cell(cell, out_dir, data_dir=task.get("data_dir"), threads=threads)
+    with shared.use_store(task.get("fit_store")):
+        return run(
+            cell,
+            out_dir,
+            data_dir=task.get("data_dir"),
+            threads=threads,
+            jax_cache=task.get("jax_cache"),
+            worker={"pid": os.getpid(), **task.get("worker", {})},
+        )
+
+
+def _preload() -> None:
+    """Import what every cell needs, once: both backends, their libraries, evaluation and
+    netCDF I/O."""
+    import h5netcdf  # noqa: F401
+
+    import ppl_bnn.backends.numpyro.ops
+    import ppl_bnn.backends.pyro.ops  # noqa: F401
+
+
+def serve(reply_fd: int, *, threads: int, host_devices: int) -> int:
+    """Run tasks from stdin until it closes, answering each on ``reply_fd``."""
+    # Before JAX or torch start; the JAX cache is chosen per cell, never the user's own.
+    configure_runtime(host_devices=host_devices, torch_threads=threads, jax_cache=False)
+    _preload()
+    replies = os.fdopen(reply_fd, "w")
+
+    def answer(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    answer({"ready": True, "pid": os.getpid()})
+    for line in sys.stdin:
+        record = run_task(json.loads(line), threads)
+        answer({"status": record["status"]})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cell", help="the cell as JSON")
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--serve", type=int, required=True, help="the reply pipe's descriptor")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--jax-cache", default=None, help="JAX persistent compilation cache dir")
+    parser.add_argument("--host-devices", type=int, default=1)
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when it exits")
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         _exit_with_parent(args.parent_pid)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    cell = cell_from_dict(json.loads(args.cell))
-    if cell.backend != "pyro":
-        # The suite's shared cache, or none (--no-jax-cache): never the user's own directory.
-        configure_runtime(jax_cache=args.jax_cache or False)
-        enable_jax_cache()
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    if isinstance(cell, Probe):
-        run_probe_cell(cell, args.out_dir, data_dir=args.data_dir, threads=args.threads)
-    else:
-        run(
-            cell,
-            args.out_dir,
-            data_dir=args.data_dir,
-            threads=args.threads,
-            jax_cache=args.jax_cache,
-        )
-    return 0
+    return serve(args.serve, threads=args.threads, host_devices=args.host_devices)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import xarray as xr
 
-from ppl_bnn.bench import runner
+from ppl_bnn.bench import process, runner
 from ppl_bnn.bench.cell import base_record, cell_from_dict
 from ppl_bnn.bench.process import install
 from ppl_bnn.bench.record import read_record, read_records, write_record
@@ -128,7 +128,9 @@ def test_references_are_submitted_before_the_cells(
 ) -> None:
     order: list[str] = []
     passing = {"rhat_max": 1.001, "ess_bulk_min": 900.0}
-    monkeypatch.setattr(runner, "run_cell_process", _fake_process(order, passing))
+    fake = _fake_process(order, passing)
+    monkeypatch.setattr(runner, "run_cell_process", fake)  # references
+    monkeypatch.setattr(process, "run_cell_process", fake)  # cells, by run_cells_process
     suite = tiny_suite(reference=TINY_REFERENCE, datasets=[{"name": "sine"}, {"name": "gap"}],
                        methods={"svi": FAST_SVI, "map": {"num_steps": 5}})  # fmt: skip
     summary = run_suite(suite, tmp_path / "r", jobs=1, reference_dir=tmp_path / "cache")

@@ -191,9 +191,11 @@ class CompileCounter:
         """``(compiles, cache_hits)`` so far."""
         return self.compiles, self.cache_hits
 
-    def as_dict(self) -> dict[str, int]:
-        """The counts as a benchmark record stores them."""
-        return {"xla_compiles": self.compiles, "jax_cache_hits": self.cache_hits}
+    def counts_since(self, start: tuple[int, int]) -> dict[str, int]:
+        """The counts since :meth:`snapshot` gave ``start``, as a benchmark record stores
+        them."""
+        compiles, hits = (b - a for a, b in zip(start, self.snapshot(), strict=True))
+        return {"xla_compiles": compiles, "jax_cache_hits": hits}
 
 
 def compile_counter() -> CompileCounter:

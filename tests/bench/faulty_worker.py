@@ -1,0 +1,37 @@
+"""The pool's worker with faults injected, for tests: ``python -m tests.bench.faulty_worker``.
+
+``$PPL_BNN_TEST_FAULTS`` maps cell ids to what their worker does instead of running them:
+``"exit"`` (``os._exit(3)``), ``"segfault"`` (reads address 0) or ``"hang"`` (sleeps until
+killed). Every other cell runs as in :mod:`ppl_bnn.bench.worker`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ppl_bnn.bench import worker
+from ppl_bnn.bench.cell import cell_from_dict
+
+FAULTS_VAR = "PPL_BNN_TEST_FAULTS"
+_run_task = worker.run_task
+
+
+def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
+    fault = json.loads(os.environ.get(FAULTS_VAR, "{}")).get(cell_from_dict(task["cell"]).cell_id)
+    if fault == "exit":
+        os._exit(3)
+    if fault == "segfault":
+        ctypes.string_at(0)
+    if fault == "hang":
+        time.sleep(3600)
+    return _run_task(task, threads)
+
+
+if __name__ == "__main__":
+    worker.run_task = run_task
+    sys.exit(worker.main())

@@ -1,0 +1,115 @@
+"""Warm workers: cells share a worker process, faults take down only their own, results are
+the same as in a new process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ppl_bnn.bench import pool
+from ppl_bnn.bench.record import read_records
+from ppl_bnn.bench.runner import run_suite
+from tests.bench.conftest import tiny_suite
+from tests.bench.faulty_worker import FAULTS_VAR
+
+pytestmark = pytest.mark.runtime(90)  # seconds on 2 cores: started first (tests/conftest.py)
+
+
+@pytest.fixture
+def new_pool() -> Iterator[None]:
+    """No idle worker from an earlier test, and none left for a later one."""
+    pool.shutdown()
+    yield
+    pool.shutdown()
+
+
+def _by_id(results: Path) -> dict[str, dict]:
+    return {r["cell_id"]: r for r in read_records(results)}
+
+
+def test_seeds_of_a_program_share_a_worker_and_its_compiled_programs(
+    tmp_path: Path, jax_cache: str, new_pool: None
+) -> None:
+    results = tmp_path / "results"
+    assert run_suite(tiny_suite(seeds=[0, 1, 2]), results, jobs=2, jax_cache=jax_cache).ok
+    records = [_by_id(results)[f"sine-split0-svi-numpyro-seed{k}"] for k in range(3)]
+    assert len({r["worker"]["pid"] for r in records}) == 1
+    assert [r["worker"]["task"] for r in records] == [1, 2, 3]
+    assert records[0]["worker"]["start_s"] > 0 and records[1]["worker"]["start_s"] == 0
+    for later in records[1:]:  # nothing left for XLA to compile
+        assert later["compilation"]["xla_compiles"] == 0
+    for record in records:
+        timings = record["timings"]
+        assert 0 < timings["overhead"] < timings["cell_wall"]
+        assert timings["overhead"] == pytest.approx(timings["cell_wall"] - timings["total"])
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_a_warm_worker_gives_the_result_of_a_new_one(
+    tmp_path: Path, jax_cache: str, new_pool: None, backend: str
+) -> None:
+    suite = tiny_suite(seeds=[0, 1], backends=[backend])
+    warm = tmp_path / "warm"
+    assert run_suite(suite, warm, jobs=1, jax_cache=jax_cache).ok
+    pool.shutdown()
+    new = tmp_path / "new"  # seed 1 alone, in a new worker
+    cell = f"sine-split0-svi-{backend}-seed1"
+    assert run_suite(tiny_suite(seeds=[1], backends=[backend]), new, jobs=1,
+                     jax_cache=jax_cache).ok  # fmt: skip
+    warm_record, new_record = _by_id(warm)[cell], _by_id(new)[cell]
+    assert warm_record["worker"]["task"] == 2 and new_record["worker"]["task"] == 1
+    timed = ("s_per_step", "s_per_grad", "ess_per_s")  # measured times, not results
+    assert {k: v for k, v in warm_record["metrics"].items() if k not in timed} == {
+        k: v for k, v in new_record["metrics"].items() if k not in timed
+    }
+
+
+def test_a_worker_is_retired_after_its_task_limit_or_memory_ceiling(
+    tmp_path: Path, jax_cache: str, new_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool, "MAX_TASKS", 2)
+    results = tmp_path / "tasks"
+    assert run_suite(tiny_suite(seeds=[0, 1, 2]), results, jobs=1, jax_cache=jax_cache).ok
+    pids = [_by_id(results)[f"sine-split0-svi-numpyro-seed{k}"]["worker"]["pid"] for k in range(3)]
+    assert pids[0] == pids[1] != pids[2]
+
+    monkeypatch.setattr(pool, "MAX_TASKS", 40)
+    monkeypatch.setattr(pool, "MEMORY_CEILING", 1e-9)  # every worker is over it
+    results = tmp_path / "memory"
+    assert run_suite(tiny_suite(seeds=[0, 1]), results, jobs=1, jax_cache=jax_cache).ok
+    assert len({r["worker"]["pid"] for r in read_records(results)}) == 2
+
+
+def test_a_cell_that_kills_its_worker_loses_no_other_cell_and_the_worker_is_replaced(
+    tmp_path: Path, jax_cache: str, new_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Faults in the middle of one program's seeds: the worker exits with ``os._exit``,
+    segfaults, or hangs and is killed at the timeout; the cells after each run in a new
+    worker. (The faults strike before a cell compiles anything, so the JAX cache is safe.)"""
+    faults = {
+        "sine-split0-svi-numpyro-seed1": "exit",
+        "sine-split0-svi-numpyro-seed2": "segfault",
+        "sine-split0-svi-numpyro-seed3": "hang",
+    }
+    monkeypatch.setattr(pool, "WORKER_MODULE", "tests.bench.faulty_worker")
+    monkeypatch.setenv(FAULTS_VAR, json.dumps(faults))
+    suite = tiny_suite(seeds=[0, 1, 2, 3, 4], timeout_s=30)
+    results = tmp_path / "results"
+    summary = run_suite(suite, results, jobs=1, jax_cache=jax_cache)
+    records = [_by_id(results)[f"sine-split0-svi-numpyro-seed{k}"] for k in range(5)]
+    assert sorted(summary.failed_cells) == sorted(faults)
+    exited, crashed, hung = records[1:4]
+    assert exited["status"] == "failed" and exited["error"]["type"] == "WorkerCrashed"
+    assert exited["error"]["message"] == (
+        "the worker process died running a cell with status 3 without writing a record"
+    )
+    assert crashed["status"] == "failed" and "(SIGSEGV)" in crashed["error"]["message"]
+    assert hung["status"] == "timeout" and "exceeded its 30 s limit" in hung["error"]["message"]
+    first, last = records[0], records[4]
+    assert first["status"] == last["status"] == "ok"
+    assert last["worker"]["task"] == 1 and last["worker"]["pid"] != first["worker"]["pid"]
+    assert last["metrics"]["test_ll"] < 0
+    assert not [p for p in (results / "cells").iterdir() if p.name.startswith(".")]
