@@ -10,7 +10,7 @@ import numpy as np
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
-from ppl_bnn.methods import METHODS, get_method, make_options
+from ppl_bnn.methods import METHODS, get_method, make_options, shared
 from ppl_bnn.methods.curves import validate_validation
 from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.model.bnn import BNN
@@ -61,6 +61,9 @@ def fit(
         that predicts with the network linearised around its mode (the GLM predictive, see
         :mod:`ppl_bnn.predictive`) returns that mode in ``linearised_at``; the training
         log-likelihood and every prediction of the result then use the linearised network.
+        Where runs were read from an open shared-fit store (:mod:`ppl_bnn.methods.shared`),
+        ``info["shared_fits"]`` lists them and ``timings["shared"]`` is what producing them
+        took, which ``timings["total"]`` includes.
 
     Raises:
         ValueError: ``validation`` for a method that records no training curve, or held-out
@@ -106,7 +109,8 @@ def fit(
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.
     compilations = FitCompilations() if backend == "numpyro" else None
     target = Target.build(backend, model, held_out)
-    out = entry.runner(backend)(method, target, opts, seed)
+    with shared.collect() as reused:  # runs read from the shared-fit store, if one is open
+        out = entry.runner(backend)(method, target, opts, seed)
     check_finite_draws(method, out.draws, model)  # every method's last line of defence
     mode = None
     if out.linearised_at is not None:  # the GLM predictive around the runner's mode
@@ -118,8 +122,13 @@ def fit(
     chains, draws = next(iter(out.draws.values())).shape[:2]
     if not np.all(np.isfinite(ll)):
         logger.warning("%s/%s: non-finite training log-likelihood in some draws", method, backend)
-    timings = {**out.timings, "log_likelihood": end - ll_start, "total": end - start}
+    # What producing the shared runs cost counts as this fit's, as if it had run them.
+    shared_s = sum(run["seconds"] for run in reused)
+    timings = {**out.timings, "log_likelihood": end - ll_start, "total": end - start + shared_s}
     info = {"diverged": False, **out.info}
+    if reused:
+        timings["shared"] = shared_s
+        info["shared_fits"] = reused
     if compilations is not None:
         info["jax_cache"] = compilations.finish()
     return FitResult(

@@ -31,7 +31,8 @@ import logging
 import os
 import shutil
 from collections import Counter
-from concurrent.futures import Executor, Future, as_completed
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.environment import environment, timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
-from ppl_bnn.bench.process import run_cell_process
+from ppl_bnn.bench.process import run_cell_process, run_cells_process
 from ppl_bnn.bench.record import (
     COMPLETE,
     FAILED,
@@ -53,6 +54,7 @@ from ppl_bnn.bench.staging import FILE_MODE, install
 from ppl_bnn.bench.suite import ReferenceJob, Suite
 from ppl_bnn.data import load_dataset
 from ppl_bnn.files import clean_staging, staging_dir, write_atomic
+from ppl_bnn.methods import METHODS
 from ppl_bnn.reference import (
     REFERENCE_FILE,
     REFERENCES_DIR,
@@ -69,6 +71,8 @@ from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
+#: The results folder's shared-fit store (:mod:`ppl_bnn.methods.shared`).
+FITS_DIR = "fits"
 #: What a reference's results folder gets from its cache entry (the InferenceData stays there).
 _PUBLISHED = (RECORD_FILE, PREDICTIONS_FILE)
 
@@ -262,12 +266,43 @@ def _reference_outcome(future: Future, pending: _PendingReference, root: Path) -
     return ReferenceOutcome(job.name, source, document)
 
 
-def _cell_status(future: Future, cell: Cell) -> str:
+def _group_statuses(future: Future, group: list[Cell]) -> list[str]:
     try:
-        return str(future.result()["status"])
+        return [str(record["status"]) for record in future.result()]
     except Exception:  # an executor failure must not stop the sweep
-        logger.exception("%s: the executor failed to run the cell", cell.cell_id)
-        return "failed"
+        logger.exception("%s: the executor failed to run the cells",
+                         ", ".join(c.cell_id for c in group))  # fmt: skip
+        return ["failed"] * len(group)
+
+
+def _after(groups: list[list[tuple[Cell, Path]]]) -> dict[int, int]:
+    """For each group whose method starts from another's shared runs (``starts_from``), the
+    index of the group of that method on the same dataset, split, backend and seeds, tuned
+    alike, where this sweep runs one."""
+
+    def place(group: list[tuple[Cell, Path]], method: str) -> tuple:
+        cell = group[0][0]
+        seeds = tuple(c.seed for c, _ in group)
+        return (cell.label, cell.split, cell.backend, cell.tune is None, seeds, method)
+
+    producers = {place(group, group[0][0].method): i for i, group in enumerate(groups)}
+    starts_from = {m.name: m.starts_from for m in METHODS}
+    out = {}
+    for i, group in enumerate(groups):
+        first = starts_from.get(group[0][0].method)
+        if first is not None and (j := producers.get(place(group, first))) is not None:
+            out[i] = j
+    return out
+
+
+def program_groups(cells: list[tuple[Cell, Path]]) -> list[list[tuple[Cell, Path]]]:
+    """``cells`` grouped by everything but the seed, in the order of each group's first cell:
+    a group runs in one worker, which compiles its programs once."""
+    groups: dict[str, list[tuple[Cell, Path]]] = {}
+    for cell, out_dir in cells:
+        config = {k: v for k, v in cell.config().items() if k != "seed"}
+        groups.setdefault(json.dumps(config, sort_keys=True), []).append((cell, out_dir))
+    return list(groups.values())
 
 
 def _progress(total: int) -> Any:
@@ -294,33 +329,68 @@ def _sweep(
     *,
     root: Path,
     results: Path | None,
+    on_progress: Callable[[list[str]], None] | None = None,
     **process: Any,
 ) -> None:
-    """Run references (first: the longest jobs) and then cells (each into its directory) on one
-    executor, recording each outcome in ``summary`` as it finishes; references are published
-    into ``results`` unless it is None."""
+    """Run references (first: the longest jobs) and then cells (each into its directory, the
+    seeds of a program together: :func:`program_groups`) on one executor, recording each
+    outcome in ``summary`` as it finishes; references are published into ``results`` unless it
+    is None. ``on_progress`` is called with the datasets of the cells that just finished."""
     with executor_cm as executor, _progress(len(references) + len(cells)) as bar:
-        futures: dict[Future, _PendingReference | Cell] = {}
-        for pending in references:
-            futures[_submit_reference(executor, pending, root, **process)] = pending
-        for cell, out_dir in cells:
-            future = executor.submit(run_cell_process, cell.to_dict(), str(out_dir), **process)
-            futures[future] = cell
-        for future in as_completed(futures):
-            item = futures[future]
-            if isinstance(item, _PendingReference):
-                outcome = _reference_outcome(future, item, root)
-                summary.references.append(outcome)
-                if results is not None:
-                    publish_reference(outcome, root, results)
-                label, status = f"reference {outcome.name}", outcome.document["status"]
-            else:
-                label, status = item.cell_id, _cell_status(future, item)
-                summary.statuses[status] += 1
-                if status in FAILED:
-                    summary.failed_cells.append(item.cell_id)
-            bar.set_postfix_str(f"{label}: {status}", refresh=False)
-            bar.update()
+        futures: dict[Future, _PendingReference | list[Cell]] = {}
+        for job in references:
+            futures[_submit_reference(executor, job, root, **process)] = job
+        store = None if results is None else str(results / FITS_DIR)
+        groups = program_groups(cells)
+        after = _after(groups)
+        held: dict[int, list[int]] = {}  # a group's index -> the groups that start from it
+        for i, j in after.items():
+            held.setdefault(j, []).append(i)
+        index: dict[Future, int] = {}
+
+        def submit(i: int) -> Future:
+            tasks = [(cell.to_dict(), str(out_dir)) for cell, out_dir in groups[i]]
+            future = executor.submit(run_cells_process, tasks, fit_store=store, **process)
+            futures[future], index[future] = [c for c, _ in groups[i]], i
+            return future
+
+        pending = set(futures) | {submit(i) for i in range(len(groups)) if i not in after}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                # The groups that start from this one's runs, now in the store.
+                pending |= {submit(i) for i in held.pop(index.get(future, -1), [])}
+                _record(future, futures[future], summary, bar, root, results, on_progress)
+
+
+def _record(
+    future: Future,
+    item: _PendingReference | list[Cell],
+    summary: SweepSummary,
+    bar: Any,
+    root: Path,
+    results: Path | None,
+    on_progress: Callable[[list[str]], None] | None,
+) -> None:
+    """Record a finished reference or group of cells in ``summary``, the progress bar and
+    ``on_progress``; publish a reference into ``results`` unless it is None."""
+    if isinstance(item, _PendingReference):
+        outcome = _reference_outcome(future, item, root)
+        summary.references.append(outcome)
+        if results is not None:
+            publish_reference(outcome, root, results)
+        label, status = f"reference {outcome.name}", outcome.document["status"]
+        bar.update()
+    else:
+        for cell, status in zip(item, _group_statuses(future, item), strict=True):
+            summary.statuses[status] += 1
+            if status in FAILED:
+                summary.failed_cells.append(cell.cell_id)
+        label = item[-1].cell_id
+        bar.update(len(item))
+    bar.set_postfix_str(f"{label}: {status}")
+    if on_progress is not None:
+        on_progress([] if isinstance(item, _PendingReference) else [c.label for c in item])
 
 
 def current_configs(suite: Suite, data_dir: str | None) -> dict[str, str] | None:
@@ -379,6 +449,7 @@ def run_suite(
     references: bool = True,
     reference_dir: str | Path | None = None,
     wait: bool = False,
+    on_progress: Callable[[list[str]], None] | None = None,
 ) -> SweepSummary:
     """Run the suite's reference posteriors that are not cached, then every cell that is not
     already done; never stop at a failing cell or reference. The results folder is locked
@@ -401,6 +472,8 @@ def run_suite(
         reference_dir: The reference cache root (see :func:`ppl_bnn.reference.cache_root`).
         wait: Wait for another sweep holding the results folder's lock to end, instead of
             raising :class:`ppl_bnn.bench.lock.LockedError`.
+        on_progress: Called, in this thread, whenever a reference or a group of cells has
+            finished, with the datasets of those cells (e.g. to render the report so far).
     """
     if suite.kind == "perf":
         # Probes time things: by default one at a time, each with every core to itself.
@@ -459,6 +532,7 @@ def run_suite(
             summary,
             root=root,
             results=results,
+            on_progress=on_progress,
             data_dir=data_dir,
             threads=threads,
             jax_cache=jax_cache,

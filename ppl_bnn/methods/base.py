@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ppl_bnn.backends import BACKENDS, get_driver, has_driver
+from ppl_bnn.methods import shared
 
 
 class Family(StrEnum):
@@ -95,6 +96,10 @@ class Method:
             learned prior for any other method.
         records_curves: It records training curves (:mod:`ppl_bnn.methods.curves`), so
             ``fit`` takes a ``validation=`` set for it.
+        shared: Its runs go through the shared-fit store (:mod:`ppl_bnn.methods.shared`): other
+            contestants start from them (MAP's mode), so a results folder fits each once.
+        starts_from: The shared method whose runs (same seed and options) it starts from, or
+            None; a sweep runs its cells after that method's, so that they read them.
     """
 
     name: str
@@ -107,6 +112,8 @@ class Method:
     exact: bool = False
     learns_hyperparameters: bool = False
     records_curves: bool = False
+    shared: bool = False
+    starts_from: str | None = None
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):
@@ -121,9 +128,8 @@ class Method:
 
     def runner(self, backend: str) -> Runner:
         """``(name, target, options, seed) -> RunOutput`` on ``backend``."""
-        if self.run is not None:
-            return self.run
-        return get_driver(backend, self.driver)
+        run = self.run if self.run is not None else get_driver(backend, self.driver)
+        return shared.stored(self.name, run) if self.shared else run
 
 
 class DivergedError(RuntimeError):

@@ -286,4 +286,5 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
+    starts_from="map",
 )

@@ -85,4 +85,5 @@ METHOD = Method(
     smoke={"num_steps": 30},
     driver="autoguide",
     learns_hyperparameters=True,
+    shared=True,  # the mode that laplace (same seed and options) and its tuning grid start from
 )

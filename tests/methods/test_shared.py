@@ -1,0 +1,75 @@
+"""The shared-fit store: MAP's run is fitted once and read by the Laplace that starts from it,
+with the same result and an honest cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ppl_bnn import BNN, fit
+from ppl_bnn.methods import shared
+
+MAP_OPTIONS = {"num_steps": 40}
+
+
+@pytest.fixture
+def model(regression_data: tuple[np.ndarray, np.ndarray]) -> BNN:
+    x, y = regression_data
+    return BNN(x, y, hidden=(4,), noise=0.3)
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_laplace_reads_the_map_run_of_its_seed_and_gets_the_same_result(
+    tmp_path: Path, model: BNN, backend: str
+) -> None:
+    alone = fit(model, "laplace", backend=backend, seed=3, num_draws=20, **MAP_OPTIONS)
+    store = tmp_path / "fits"
+    with shared.use_store(store):
+        mode = fit(model, "map", backend=backend, seed=3, **MAP_OPTIONS)
+        (entry,) = store.iterdir()
+        laplace = fit(model, "laplace", backend=backend, seed=3, num_draws=20, **MAP_OPTIONS)
+    assert "shared_fits" not in mode.info and "shared" not in mode.timings
+    (read,) = laplace.info["shared_fits"]
+    assert read["method"] == "map" and entry.name == f"{read['key']}.pkl"
+    # The cost of the MAP run it read counts as the Laplace's own.
+    assert laplace.timings["shared"] == read["seconds"] > 0
+    assert laplace.timings["total"] > read["seconds"]
+    for site, draws in alone.draws.items():
+        np.testing.assert_array_equal(laplace.draws[site], draws)
+    assert "shared_fits" not in alone.info
+
+
+def test_runs_are_shared_only_with_the_same_seed_options_and_data(
+    tmp_path: Path, model: BNN
+) -> None:
+    store = tmp_path / "fits"
+    with shared.use_store(store):
+        fit(model, "map", seed=0, **MAP_OPTIONS)
+        other_seed = fit(model, "laplace", seed=1, num_draws=5, **MAP_OPTIONS)
+        other_steps = fit(model, "laplace", seed=0, num_draws=5, num_steps=41)
+        other_data = BNN(model.x, model.y + 1.0, hidden=(4,), noise=0.3)
+        moved = fit(other_data, "laplace", seed=0, num_draws=5, **MAP_OPTIONS)
+        same = fit(model, "map", seed=0, **MAP_OPTIONS)
+    for result in (other_seed, other_steps, moved):
+        assert "shared_fits" not in result.info
+    assert len(same.info["shared_fits"]) == 1
+    assert len(list(store.iterdir())) == 4
+
+
+def test_without_a_store_nothing_is_shared_and_a_damaged_entry_is_run_again(
+    tmp_path: Path, model: BNN, caplog: pytest.LogCaptureFixture
+) -> None:
+    fit(model, "map", seed=0, **MAP_OPTIONS)
+    assert not (tmp_path / "fits").exists()
+    store = tmp_path / "fits"
+    with shared.use_store(store):
+        first = fit(model, "map", seed=0, **MAP_OPTIONS)
+        (entry,) = store.iterdir()
+        entry.write_bytes(b"not a pickle")
+        again = fit(model, "map", seed=0, **MAP_OPTIONS)
+    assert "shared_fits" not in again.info and "is unreadable" in caplog.text
+    np.testing.assert_array_equal(again.draws["w0"], first.draws["w0"])
+    with shared.use_store(store):  # rewritten whole
+        assert len(fit(model, "map", seed=0, **MAP_OPTIONS).info["shared_fits"]) == 1
