@@ -14,6 +14,7 @@ from numpyro.optim import Adam
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
+from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
@@ -69,6 +70,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             for kind in ("loc", "scale")
         )
 
+    # What the programs below close over: the model, its data, the options, the scales.
+    program_key = ("autoguide", target.spec, target.model.x, target.model.y, options, scale)
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
@@ -78,7 +81,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     lowest = (jnp.asarray(jnp.inf, dtype=float), svi.get_params(state)) if keep_lowest else None
     initialised = now()
     (state, lowest), (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, (state, lowest), schedule, options.num_steps, curve, guide_at
+        one_step, (state, lowest), schedule, options.num_steps, curve, guide_at, program_key
     )
     end = now()
     params = svi.get_params(state)
@@ -87,8 +90,10 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     info: dict = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
     evaluate_s = 0.0
     if keep_lowest:  # the loss after the last step, the one iterate the scan did not score
-        evaluate = jax.jit(lambda s: svi.evaluate(s, x, y, likelihood_scale=scale))
-        evaluate = evaluate.lower(state).compile()
+        evaluate = compiled(
+            (*program_key, "evaluate"), lambda s: svi.evaluate(s, x, y, likelihood_scale=scale),
+            state,
+        )  # fmt: skip
         evaluate_s = now() - end
         info["kept_step"] = kept_step(losses, float(evaluate(state)))
         if info["kept_step"] < options.num_steps:
@@ -101,8 +106,11 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                 guide.get_transform(params)
             except UserWarning as err:
                 raise HessianError(HESSIAN_MESSAGE.format(steps=options.num_steps)) from err
-    sample = jax.jit(lambda key, p: guide.sample_posterior(key, p, sample_shape=(options.draws,)))
-    sample = sample.lower(key_draws, params).compile()
+    sample = compiled(
+        (*program_key, "sample"),
+        lambda key, p: guide.sample_posterior(key, p, sample_shape=(options.draws,)),
+        key_draws, params,
+    )  # fmt: skip
     sampler_compiled = now()
     draws = jax.block_until_ready(sample(key_draws, params))
     drawn = now()

@@ -98,9 +98,8 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
 
     def one_step(carry, inputs, active):
         state, stopped = carry
-        i, idx = inputs
+        step_key, idx = inputs
         xb, yb = (x, y) if idx is None else (x[idx], y[idx])
-        step_key = jax.random.fold_in(key, i)
         (value, log_lik), new = optimiser.eval_and_update(
             lambda p: terms(p, KeyNoise(step_key), xb, yb, scale), state
         )
@@ -113,9 +112,11 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     start = now()
     state = optimiser.init(params)
     initialised = now()
-    steps = (jnp.arange(options.num_steps), schedule)
+    # Step i's key is fold_in(key, i), an input of the program (so it holds no seed).
+    step_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(options.num_steps))
+    program_key = ("meanfield", target.spec, target.model.x, target.model.y, options, scale)
     state, (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, state, steps, options.num_steps, curve, guide_at
+        one_step, state, (step_keys, schedule), options.num_steps, curve, guide_at, program_key
     )
     end = now()
     fitted = optimiser.get_params(state)

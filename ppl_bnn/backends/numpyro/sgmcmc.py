@@ -10,6 +10,7 @@ from jax import lax
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro import ops
+from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.sgmcmc import (
     SGMCMCOptions,
@@ -113,14 +114,16 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         )
 
     start = now()
-    burn_fn = jax.jit(jax.vmap(burn)).lower(carry, burn_keys, burn_idx).compile()
-    sample_fn = jax.jit(jax.vmap(sample)).lower(carry, sample_keys, sample_idx).compile()
-    compiled = now()
+    # What burn and sample close over: the kernel's options, the model, its data.
+    key = ("sgmcmc", options, spec, target.model.x, target.model.y)
+    burn_fn = compiled((*key, "burn"), jax.vmap(burn), carry, burn_keys, burn_idx)
+    sample_fn = compiled((*key, "sample"), jax.vmap(sample), carry, sample_keys, sample_idx)
+    ready = now()
     carry = jax.block_until_ready(burn_fn(carry, burn_keys, burn_idx))
     warm = now()
     carry, (theta, infos) = jax.block_until_ready(sample_fn(carry, sample_keys, sample_idx))
     end = now()
-    timings = {"compile": compiled - start, "warmup": warm - compiled, "sampling": end - warm}
+    timings = {"compile": ready - start, "warmup": warm - ready, "sampling": end - warm}
     draws = {k: np.asarray(v) for k, v in theta.items()}
     stats = {"step_size": np.asarray(infos.step_size), "lp": np.asarray(infos.log_density)}
     info = {"batch_size": batch, "chain_method": "vectorized"}

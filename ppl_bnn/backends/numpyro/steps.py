@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.methods.curves import TrainingCurve
 from ppl_bnn.timing import now
 
@@ -38,11 +39,13 @@ def run_steps(
     num_steps: int,
     curve: TrainingCurve | None,
     guide: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]],
+    key: tuple,
 ) -> tuple[Any, Any, float, float]:
     """``(state, outputs, compile seconds, run seconds)`` of ``num_steps`` steps over the per-step
     inputs ``xs`` (leading axis ``num_steps``, or None); ``outputs`` stacked per step. With a
     ``curve``, ``guide(state) -> (loc, scale)`` is recorded at each checkpoint, and the run's
-    seconds leave out the checkpoints'."""
+    seconds leave out the checkpoints'. ``key``: what ``step`` closes over, under which the
+    compiled scan is kept for later fits (:func:`~ppl_bnn.backends.numpyro.programs.compiled`)."""
     carry = (state, jnp.array(False))
     start = now()
     if curve is None:
@@ -50,9 +53,9 @@ def run_steps(
         def optimise(carry, xs):
             return lax.scan(lambda c, x: step(c, x, None), carry, xs, length=num_steps)
 
-        compiled = jax.jit(optimise).lower(carry, xs).compile()
+        program = compiled((*key, "steps", num_steps), optimise, carry, xs)
         compiled_at = now()
-        (state, _), outputs = jax.block_until_ready(compiled(carry, xs))
+        (state, _), outputs = jax.block_until_ready(program(carry, xs))
         return state, outputs, compiled_at - start, now() - compiled_at
     every = curve.every
     chunks = math.ceil(num_steps / every)
@@ -68,12 +71,12 @@ def run_steps(
         return lax.scan(lambda c, x: step(c, x[0], x[1]), carry, (xs, active))
 
     part = jax.tree.map(lambda a: a[0], parts)
-    compiled = jax.jit(chunk).lower(carry, part, active[0]).compile()
+    program = compiled((*key, "chunk", every), chunk, carry, part, active[0])
     compiled_at = now()
     outputs = []
     for c in range(chunks):
         part = jax.tree.map(lambda a, c=c: a[c], parts)
-        carry, out = jax.block_until_ready(compiled(carry, part, active[c]))
+        carry, out = jax.block_until_ready(program(carry, part, active[c]))
         curve.checkpoint(*guide(carry[0]))
         outputs.append(out)
     outputs = jax.tree.map(lambda *a: jnp.concatenate(a)[:num_steps], *outputs)
