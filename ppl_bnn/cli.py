@@ -24,6 +24,7 @@ from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.data import fetch, resolve_data_dir
 from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import render_report
+from ppl_bnn.report.live import LiveReport
 
 logger = logging.getLogger("ppl_bnn.cli")
 
@@ -57,21 +58,28 @@ def _bench(args: argparse.Namespace) -> int:
         "backend": _csv(args.backends) if args.backends else set(),
     }
     jax_cache = None if args.no_jax_cache else str(Path(args.reports_dir) / ".jax-cache")
-    summary = run_suite(
-        suite,
-        results,
-        jobs=args.jobs,
-        dask_address=args.dask_address,
-        data_dir=str(resolve_data_dir(args.data_dir)),
-        max_splits=args.splits,
-        only=only,
-        rerun_failed=args.rerun_failed,
-        force=args.force,
-        jax_cache=jax_cache,
-        references=not args.no_reference,
-        reference_dir=args.reference_dir,
-        wait=args.wait,
-    )
+    # The report so far, kept current while the cells run; rendered whole at the end.
+    live = None if args.no_report else LiveReport(results)
+    try:
+        summary = run_suite(
+            suite,
+            results,
+            jobs=args.jobs,
+            dask_address=args.dask_address,
+            data_dir=str(resolve_data_dir(args.data_dir)),
+            max_splits=args.splits,
+            only=only,
+            rerun_failed=args.rerun_failed,
+            force=args.force,
+            jax_cache=jax_cache,
+            references=not args.no_reference,
+            reference_dir=args.reference_dir,
+            wait=args.wait,
+            on_progress=None if live is None else live.update,
+        )
+    finally:
+        if live is not None:
+            live.close()
     _log_references(summary)
     logger.info(
         "%s: %s; %d skipped as already done; %.0f s",

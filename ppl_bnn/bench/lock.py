@@ -49,6 +49,21 @@ def describe_holder(path: Path) -> str:
     )
 
 
+def is_held(path: Path) -> bool:
+    """Whether a process holds the lock at ``path`` now."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing it releases a lock taken here
+    return False
+
+
 def _acquire(path: Path, wait: bool) -> int:
     """A descriptor of ``path``, open for writing, that holds its exclusive lock."""
     while True:

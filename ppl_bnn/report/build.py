@@ -108,7 +108,8 @@ def build_document(results: SuiteResults) -> Document:
     _unique_names(kept, set(), set())
     subtitle = str(results.suite.get("description") or "")
     problems = tuple((problem,) for problem in results.problems)
-    return Document(f"Benchmark report: {results.name}", subtitle, kept, problems)
+    title = f"Benchmark report: {results.name}"
+    return Document(title, subtitle, kept, problems, progress=results.progress)
 
 
 def _unique_names(sections: list[Section], anchors: set[str], figures: set[str]) -> None:

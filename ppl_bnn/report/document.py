@@ -121,12 +121,16 @@ class Document:
         sections: Its sections, in order.
         problems: What the report could not read or cannot vouch for, one item each: shown in a
             box right under the title, before the first section.
+        progress: Where the results are incomplete (a sweep still running, or stopped before
+            its end), what is done and what is pending: shown first, above everything else;
+            empty for a finished sweep.
     """
 
     title: str
     subtitle: str
     sections: list[Section]
     problems: tuple[tuple[Inline, ...], ...] = ()
+    progress: str = ""
 
     def figures(self) -> list[Figure]:
         """Every figure, in document order."""

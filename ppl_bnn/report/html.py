@@ -67,6 +67,8 @@ aside.problems { background: var(--problem); border: 1px solid #e3b35c; border-r
                  padding: 0.5em 1.2em; margin: 1em 0 1.5em; }
 aside.problems p { margin: 0.3em 0; }
 aside.problems ul { margin: 0.3em 0; padding-left: 1.3em; }
+aside.progress { background: #eef4fb; border: 1px solid #9bbbe0; border-radius: 6px;
+                 padding: 0.5em 1.2em; margin: 1em 0; }
 """
 
 
@@ -164,6 +166,13 @@ def _problems(document: Document) -> str:
     )
 
 
+def _progress(document: Document) -> str:
+    """The box saying the results are incomplete (empty for a finished sweep)."""
+    if not document.progress:
+        return ""
+    return f'<aside class="progress" role="status"><p>{escape(document.progress)}</p></aside>'
+
+
 def render_html(document: Document) -> str:
     """The document as a complete HTML page that loads nothing from outside."""
     subtitle = f'<p class="subtitle">{escape(document.subtitle)}</p>' if document.subtitle else ""
@@ -172,6 +181,7 @@ def render_html(document: Document) -> str:
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(document.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<header><h1>{escape(document.title)}</h1>{subtitle}</header>\n{_problems(document)}"
+        f"<header><h1>{escape(document.title)}</h1>{_progress(document)}{subtitle}</header>\n"
+        f"{_problems(document)}"
         f"{_toc(document.sections)}\n<main>\n{body}\n</main>\n</body>\n</html>\n"
     )

@@ -9,6 +9,7 @@ of the suite, mixed in by a partial rerun).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ppl_bnn.bench.cell import base_method, cell_from_dict, contestant_label, dataset_label
+from ppl_bnn.bench.lock import LOCK_FILE, is_held
 from ppl_bnn.bench.record import (
     PREDICTIONS_FILE,
     RECORD_FILE,
@@ -294,6 +296,7 @@ class SuiteResults:
     problems: list[str] = field(default_factory=list)
     attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     sweeps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    progress: str = ""
     _by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -509,6 +512,38 @@ def _stale_cells(
             )
 
 
+#: Pending cells named one by one in the progress note; the rest are counted.
+SHOWN_PENDING = 12
+
+
+def sweep_progress(root: Path, suite: Mapping[str, Any], records: list[dict[str, Any]]) -> str:
+    """What is done and pending of the last sweep's cells (``suite.json``'s ``cells``), where a
+    sweep still holds the folder's lock or the last one stopped before its end; "" for a sweep
+    that finished. A cell is done when a record of its configuration is stored."""
+    planned = []
+    for data in suite.get("cells") or []:
+        with contextlib.suppress(TypeError, ValueError):
+            cell = cell_from_dict(dict(data))
+            planned.append((cell.cell_id, cell.config_hash()))
+    stored = {r["cell_id"]: r.get("config_hash") for r in records}
+    pending = [cell_id for cell_id, config in planned if stored.get(cell_id) != config]
+    running = is_held(root / LOCK_FILE)
+    if not pending and not running:
+        return ""
+    done = f"{len(planned) - len(pending)} of {len(planned)} cells done"
+    if not running:
+        head = f"The last sweep stopped before its end: {done}"
+        tail = "; `ppl-bnn bench` with the same suite runs the rest."
+    else:
+        head = f"A sweep is running: {done}"
+        tail = "; this page is updated as cells finish." if pending else ", finishing."
+    if pending:
+        shown = ", ".join(pending[:SHOWN_PENDING])
+        more = len(pending) - SHOWN_PENDING
+        head += f"; pending: {shown}" + (f" and {more} more" if more > 0 else "")
+    return head + tail
+
+
 def load_results(results_dir: str | Path) -> SuiteResults:
     """Read ``suite.json`` and every cell record under ``results_dir``; what cannot be read, or
     is of another configuration than the suite's, is listed in the result's ``problems``."""
@@ -525,8 +560,9 @@ def load_results(results_dir: str | Path) -> SuiteResults:
     sweeps, _, _ = cells_frame(r for r in records if is_study(r))
     references = read_references(root, problems)
     results = SuiteResults(
-        root, suite, records, frame, metrics, timings, references, problems, attempts, sweeps
-    )
+        root, suite, records, frame, metrics, timings, references, problems, attempts, sweeps,
+        sweep_progress(root, suite, records),
+    )  # fmt: skip
     for problem in problems:
         logger.warning("%s: %s", root, problem)
     if not frame.empty:

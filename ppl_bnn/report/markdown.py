@@ -102,6 +102,8 @@ def _toc(sections: list[Section], level: int = 0, depth: int = 2) -> list[str]:
 def render_markdown(document: Document, figures_dir: str = "figures") -> str:
     """The document as Markdown; figures are referenced as ``<figures_dir>/<name>.png``."""
     lines = [f"# {_escape(document.title)}", ""]
+    if document.progress:
+        lines += [f"> {_escape(document.progress)}", ""]
     if document.subtitle:
         lines += [_escape(document.subtitle), ""]
     if document.problems:

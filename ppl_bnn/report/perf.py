@@ -692,5 +692,8 @@ def build_perf_document(results: SuiteResults) -> Document:
     if environment is not None:
         sections.append(environment)
     return Document(
-        f"ppl_bnn performance: {results.name}", "All figures from one run of the suite.", sections
+        f"ppl_bnn performance: {results.name}",
+        "All figures from one run of the suite.",
+        sections,
+        progress=results.progress,
     )
