@@ -51,6 +51,11 @@ class LiveReport:
         self._seen: set[str] = set()
         self._new_dataset = False
 
+    @property
+    def running(self) -> bool:
+        """Whether a render is running now."""
+        return self._proc is not None and self._proc.poll() is None
+
     def update(self, datasets: Iterable[str] = ()) -> None:
         """Cells of ``datasets`` have finished: render now if it is due (see the module
         docstring) and no render is running."""

@@ -33,6 +33,7 @@ import pyro
 import torch
 
 from ppl_bnn.backends.pyro import ops as backend
+from ppl_bnn.keys import content_key
 from ppl_bnn.model.flat import FlatLayout
 from ppl_bnn.model.program import constrain, site_transforms
 from ppl_bnn.model.spec import BNNSpec
@@ -40,6 +41,9 @@ from ppl_bnn.model.spec import BNNSpec
 logger = logging.getLogger(__name__)
 
 POTENTIAL_MODES: tuple[str, ...] = ("compiled", "traced", "eager")
+
+#: Compiled value-and-gradient graphs of this process, by the key of what they hold.
+_COMPILED: dict[str, Callable] = {}
 
 
 def jit_trace(fn: Callable, example: tuple) -> Callable:
@@ -127,8 +131,16 @@ class FlatPotential:
         self._value_and_grad: Callable | None = None
         self._fn: Callable = self.energy
         if mode == "compiled":
+            # The compiled graph takes z, x and y as inputs: what it holds is the spec and the
+            # likelihood scale, so later fits of the same model and data shapes reuse it.
+            key = content_key(
+                spec, likelihood_scale, *((tuple(t.shape), str(t.dtype)) for t in example)
+            )
             try:
-                self._value_and_grad = _compile_value_and_grad(self.energy, example)
+                self._value_and_grad = _COMPILED.get(key) or _compile_value_and_grad(
+                    self.energy, example
+                )
+                _COMPILED[key] = self._value_and_grad
             except Exception as err:  # no C++ compiler, an unsupported operation, ...
                 logger.warning("compiling the Pyro potential failed (%s); tracing it instead", err)
                 self.mode = "traced"
