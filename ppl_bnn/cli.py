@@ -23,7 +23,7 @@ from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.data import fetch, resolve_data_dir
 from ppl_bnn.reference import describe_reference
-from ppl_bnn.report import render_report
+from ppl_bnn.report import render_report, report_is_current
 from ppl_bnn.report.live import LiveReport
 
 logger = logging.getLogger("ppl_bnn.cli")
@@ -88,7 +88,14 @@ def _bench(args: argparse.Namespace) -> int:
         summary.skipped,
         summary.wall_s,
     )
-    if not args.no_report:
+    ran = sum(summary.statuses.values()) - summary.skipped
+    computed = [r for r in summary.references if r.source == "computed"]
+    if args.no_report:
+        pass
+    elif not ran and not computed and report_is_current(results):
+        logger.info("nothing ran: the report %s is current (`ppl-bnn report` renders it again)",
+                    results / "index.html")  # fmt: skip
+    else:
         _render(results)
     if summary.failed_references:
         # A missing reference loses the comparisons with it, not the cells' results.

@@ -188,3 +188,26 @@ def test_report_refuses_a_suite_path_whose_name_leaves_the_reports_folder(
         assert main(["report", "--suite", "...toml", "--reports-dir", str(tmp_path / "r")]) == 2
     assert "name must be a plain file name" in caplog.text
     assert not (tmp_path / "index.html").exists()
+
+
+def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY_SUITE.replace("NAME", "tiny"))
+    reports = tmp_path / "reports"
+    args = ["bench", "--suite", str(suite), "--reports-dir", str(reports)]
+    assert main(args) == 0
+    index = reports / "tiny" / "index.html"
+    rendered = index.stat().st_mtime_ns
+    with caplog.at_level(logging.INFO):
+        assert main(args) == 0
+    assert "tiny: 1 cells, 0 to run, 1 already done" in caplog.text
+    assert "nothing ran: the report" in caplog.text and index.stat().st_mtime_ns == rendered
+    suite.write_text(TINY_SUITE.replace("NAME", "tiny") + "[methods.map]\nnum_steps = 20\n")
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert main(args) == 0
+    assert "tiny: 2 cells, 1 to run, 1 already done" in caplog.text
+    assert "nothing ran" not in caplog.text and index.stat().st_mtime_ns > rendered
+    assert "map" in index.read_text(encoding="utf-8")

@@ -129,7 +129,8 @@ class WarmWorker:
             os.close(write_fd)
         self._replies = read_fd
         self._buffer = b""
-        ready = self._reply(START_TIMEOUT_S, "starting")
+        # A worker that cannot start is lost as a crash, not as its first cell's timeout.
+        ready = self._reply(START_TIMEOUT_S, "starting", cell_timeout=False)
         self.pid = int(ready["pid"])
         self.start_seconds = now() - started
         logger.debug("worker %d started in %.1f s (%s)", self.pid, self.start_seconds, profile)
@@ -153,30 +154,32 @@ class WarmWorker:
             pass  # it died between tasks: the reply pipe says so below
         return self._reply(timeout_s, "running a cell")
 
-    def _reply(self, timeout_s: float, doing: str) -> dict[str, Any]:
+    def _reply(self, timeout_s: float, doing: str, cell_timeout: bool = True) -> dict[str, Any]:
         offset = self._stderr.seek(0, os.SEEK_END)
         deadline = now() + timeout_s
         while b"\n" not in self._buffer:
             left = deadline - now()
             if left <= 0 or not select.select([self._replies], [], [], left)[0]:
-                raise self._lost(f"overran its {timeout_s:g} s limit {doing}", offset, True)
+                what = f"overran its {timeout_s:g} s limit {doing}"
+                raise self._lost(what, offset, timed_out=cell_timeout, died=False)
             chunk = os.read(self._replies, 65536)
             if not chunk:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(timeout=10)
-                raise self._lost(f"died {doing}", offset, False)
+                raise self._lost(f"died {doing}", offset, timed_out=False, died=True)
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
 
-    def _lost(self, what: str, offset: int, timed_out: bool) -> WorkerLost:
-        """Kill the worker (if it still runs) and describe how it was lost."""
+    def _lost(self, what: str, offset: int, *, timed_out: bool, died: bool) -> WorkerLost:
+        """Kill the worker (if it still runs) and describe how it was lost (``died``: by itself,
+        with an exit status worth naming)."""
         self._end_group()
         self._stderr.seek(offset)
         stderr = self._stderr.read().decode(errors="replace")[-STDERR_TAIL:]
         self._close()
         code = self.proc.returncode
-        status = "" if timed_out else f" with status {code}{_signal_name(code)}"
+        status = f" with status {code}{_signal_name(code)}" if died else ""
         return WorkerLost(
             f"the worker process {what}{status}",
             timed_out=timed_out,

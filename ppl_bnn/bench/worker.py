@@ -32,7 +32,7 @@ from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
 from ppl_bnn.data import load_dataset
-from ppl_bnn.files import write_atomic
+from ppl_bnn.files import import_arviz, write_atomic
 from ppl_bnn.methods import get_method, shared
 from ppl_bnn.methods.base import DivergedError, HessianError
 from ppl_bnn.timing import now
@@ -179,12 +179,15 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
 
 
 def _preload() -> None:
-    """Import what every cell needs, once: both backends, their libraries, evaluation and
-    netCDF I/O."""
+    """Import what every cell needs, once: both backends, their libraries, ArviZ and netCDF
+    I/O, scikit-learn's data sets."""
     import h5netcdf  # noqa: F401
+    import sklearn.datasets  # noqa: F401
 
     import ppl_bnn.backends.numpyro.ops
     import ppl_bnn.backends.pyro.ops  # noqa: F401
+
+    import_arviz()
 
 
 def serve(reply_fd: int, *, threads: int, host_devices: int) -> int:

@@ -13,27 +13,34 @@ comes from the stored records and netCDF files, except published reference figur
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from ppl_bnn.bench.environment import git_commit
 from ppl_bnn.files import write_atomic
+from ppl_bnn.keys import content_key
+from ppl_bnn.reference import REFERENCES_DIR
 from ppl_bnn.report.build import build_document
 from ppl_bnn.report.html import render_html
-from ppl_bnn.report.load import SuiteResults, load_results
+from ppl_bnn.report.load import SUITE_FILE, SuiteResults, load_results
 from ppl_bnn.report.markdown import render_markdown
 from ppl_bnn.report.perf import build_perf_document, rows_frame
+from ppl_bnn.versions import library_versions
 
 logger = logging.getLogger(__name__)
 
 HTML_FILE = "index.html"
+#: The key of what the report in a folder was rendered from (:func:`results_state`).
+STATE_FILE = ".report-state"
 MARKDOWN_FILE = "report.md"
 CSV_FILE = "results.csv"
 FIGURES_DIR = "figures"
 
-__all__ = ["SuiteResults", "load_results", "render_report", "results_csv"]
+__all__ = ["SuiteResults", "load_results", "render_report", "report_is_current", "results_csv"]
 
 
 def results_csv(results: SuiteResults) -> str:
@@ -51,6 +58,38 @@ def _write(path: Path, data: str | bytes) -> None:
     else:
         write_atomic(path, lambda tmp: Path(tmp).write_bytes(data))
     path.chmod(0o644)
+
+
+def results_state(results_dir: Path) -> str:
+    """A key of what a report of ``results_dir`` is rendered from: the path, size and
+    modification time of every file under ``cells/`` and ``references/``, what ``suite.json``
+    says of the suite (not the environment and wall time each sweep rewrites) and the library's
+    version and commit."""
+    source = Path(__file__).resolve().parents[2]
+    parts: list[object] = [library_versions()["ppl_bnn"], git_commit(source)]
+    try:
+        suite = json.loads((results_dir / SUITE_FILE).read_text())
+    except (OSError, ValueError):
+        suite = None
+    if isinstance(suite, dict):
+        parts.append({k: v for k, v in suite.items() if k not in ("environment", "wall_s")})
+    for folder in ("cells", REFERENCES_DIR):
+        for path in sorted((results_dir / folder).rglob("*")):
+            if path.is_file():
+                stat = path.stat()
+                parts.append((str(path.relative_to(results_dir)), stat.st_size, stat.st_mtime_ns))
+    return content_key(*parts)
+
+
+def report_is_current(results_dir: str | Path) -> bool:
+    """Whether ``results_dir``'s report was rendered (in place) from what the folder holds now,
+    so that rendering it again would give the same report."""
+    root = Path(results_dir)
+    try:
+        stored = (root / STATE_FILE).read_text()
+    except OSError:
+        return False
+    return (root / HTML_FILE).is_file() and stored == results_state(root)
 
 
 def render_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
@@ -81,6 +120,8 @@ def render_report(results_dir: str | Path, out_dir: str | Path | None = None) ->
     _write(out / MARKDOWN_FILE, render_markdown(document, FIGURES_DIR))
     index = out / HTML_FILE
     _write(index, render_html(document))
+    if out == Path(results_dir) and not results.progress:  # a finished sweep's whole report
+        _write(out / STATE_FILE, results_state(out))
     logger.info(
         "report of %d cells with %d figures written to %s in %.1fs",
         len(results.records),

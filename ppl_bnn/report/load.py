@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ppl_bnn.bench.cell import base_method, cell_from_dict, contestant_label, dataset_label
+from ppl_bnn.bench.cell import (
+    Cell,
+    base_method,
+    cell_from_dict,
+    contestant_label,
+    dataset_label,
+)
 from ppl_bnn.bench.lock import LOCK_FILE, is_held
 from ppl_bnn.bench.record import (
     PREDICTIONS_FILE,
@@ -512,8 +518,19 @@ def _stale_cells(
             )
 
 
-#: Pending cells named one by one in the progress note; the rest are counted.
+#: Most pending cells named one by one in the progress note; more are counted per dataset.
 SHOWN_PENDING = 12
+
+
+def _pending_text(pending: list[str], planned: list[tuple[str, str, str]]) -> str:
+    """The pending cells by id, or, past :data:`SHOWN_PENDING`, counted per dataset."""
+    if len(pending) <= SHOWN_PENDING:
+        return ", ".join(pending)
+    labels = {cell_id: label for cell_id, _, label in planned}
+    counts: dict[str, int] = {}
+    for cell_id in pending:
+        counts[labels[cell_id]] = counts.get(labels[cell_id], 0) + 1
+    return ", ".join(f"{n} on {label}" for label, n in counts.items())
 
 
 def sweep_progress(root: Path, suite: Mapping[str, Any], records: list[dict[str, Any]]) -> str:
@@ -524,9 +541,10 @@ def sweep_progress(root: Path, suite: Mapping[str, Any], records: list[dict[str,
     for data in suite.get("cells") or []:
         with contextlib.suppress(TypeError, ValueError):
             cell = cell_from_dict(dict(data))
-            planned.append((cell.cell_id, cell.config_hash()))
+            label = cell.label if isinstance(cell, Cell) else cell.kind  # a probe's kind
+            planned.append((cell.cell_id, cell.config_hash(), label))
     stored = {r["cell_id"]: r.get("config_hash") for r in records}
-    pending = [cell_id for cell_id, config in planned if stored.get(cell_id) != config]
+    pending = [cell_id for cell_id, config, _ in planned if stored.get(cell_id) != config]
     running = is_held(root / LOCK_FILE)
     if not pending and not running:
         return ""
@@ -538,9 +556,7 @@ def sweep_progress(root: Path, suite: Mapping[str, Any], records: list[dict[str,
         head = f"A sweep is running: {done}"
         tail = "; this page is updated as cells finish." if pending else ", finishing."
     if pending:
-        shown = ", ".join(pending[:SHOWN_PENDING])
-        more = len(pending) - SHOWN_PENDING
-        head += f"; pending: {shown}" + (f" and {more} more" if more > 0 else "")
+        head += f"; pending: {_pending_text(pending, planned)}"
     return head + tail
 
 

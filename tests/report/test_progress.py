@@ -12,7 +12,8 @@ from pathlib import Path
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.report import render_report
 from ppl_bnn.report.live import LiveReport
-from ppl_bnn.report.load import load_results
+from ppl_bnn.report.load import load_results, sweep_progress
+from tests.bench.conftest import tiny_suite
 from tests.report.builder import subset
 
 KEPT = ("sine-split0-svi-pyro-seed0", "sine-split0-map-numpyro-seed0")
@@ -47,7 +48,8 @@ def test_a_running_sweep_says_what_is_done_and_names_the_pending_cells(
     with hold_lock(root / LOCK_FILE):
         html = render_report(root).read_text(encoding="utf-8")
     text = _progress(html)
-    head, pending = text.removesuffix("; this page is updated as cells finish.").split("; pending: ")
+    text = text.removesuffix("; this page is updated as cells finish.")
+    head, pending = text.split("; pending: ")
     assert head == "A sweep is running: 2 of 4 cells done"
     assert sorted(pending.split(", ")) == sorted(GONE)
     markdown = (root / "report.md").read_text(encoding="utf-8")
@@ -85,3 +87,13 @@ def test_the_live_report_renders_in_the_background_without_piling_up(
     html = (root / "index.html").read_text(encoding="utf-8")
     assert _progress(html).startswith("A sweep is running: 2 of 4 cells done")
     assert not [p.name for p in root.iterdir() if p.name.startswith(".index.html")]
+
+
+def test_many_pending_cells_are_counted_per_dataset(tmp_path: Path) -> None:
+    suite = tiny_suite(seeds=list(range(7)), datasets=[{"name": "sine"}, {"name": "gap"}])
+    cells = [c.to_dict() for c in suite.cells()]
+    text = sweep_progress(tmp_path, {"cells": cells}, [])
+    assert text == (
+        "The last sweep stopped before its end: 0 of 14 cells done; pending: 7 on sine, 7 on gap; "
+        "`ppl-bnn bench` with the same suite runs the rest."
+    )
