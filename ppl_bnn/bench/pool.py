@@ -251,18 +251,22 @@ _idle = _Idle()
 
 
 def acquire(profile: Profile) -> WarmWorker:
-    """An idle worker that admits ``profile``, the one this thread used last if it does, else a
-    new one (its start counted in :attr:`WarmWorker.start_seconds`, 0 for a reused one). A
-    thread that runs the seeds of one program one after another thus runs them in one worker,
-    where the first seed's compiled programs are still in memory."""
+    """An idle worker that admits ``profile``, else a new one (its start counted in
+    :attr:`WarmWorker.start_seconds`, 0 for a reused one). Among idle workers, the one this
+    thread used last comes first, then one of exactly this profile: a thread that runs the
+    seeds of one program one after another runs them in one worker, where the first seed's
+    compiled programs are still in memory, and a cell that runs anywhere does not take the
+    worker another profile's cells are waiting for."""
     thread = threading.get_ident()
+    exact = profile.host_devices or 1
     with _idle.lock:
         for worker in [w for w in _idle.workers if not w.alive]:
             _idle.workers.remove(worker)
             worker.kill()
         admitted = [w for w in _idle.workers if profile.admits(w.profile)]
         if admitted:
-            worker = next((w for w in admitted if w.thread == thread), admitted[0])
+            worker = min(admitted, key=lambda w: (w.thread != thread,
+                                                  w.profile.host_devices != exact))  # fmt: skip
             _idle.workers.remove(worker)
             worker.thread, worker.start_seconds = thread, 0.0
             return worker
@@ -272,17 +276,18 @@ def acquire(profile: Profile) -> WarmWorker:
 
 
 def release(worker: WarmWorker) -> None:
-    """Keep ``worker`` for the next cell, or retire it: dead, :data:`MAX_TASKS` cells run, over
-    the memory ceiling, or :data:`MAX_IDLE_PER_CORE` idle workers per core already kept."""
-    retire = (
-        not worker.alive or worker.tasks >= MAX_TASKS or worker.resident_bytes() > _memory_ceiling()
-    )
-    if not retire:
-        with _idle.lock:
-            if len(_idle.workers) < MAX_IDLE_PER_CORE * (os.cpu_count() or 1):
-                _idle.workers.append(worker)
-                return
-    worker.stop()
+    """Keep ``worker`` for the next cell, or retire it: dead, :data:`MAX_TASKS` cells run or
+    over the memory ceiling. Past :data:`MAX_IDLE_PER_CORE` idle workers per core, the one idle
+    longest is retired."""
+    if not worker.alive or worker.tasks >= MAX_TASKS or worker.resident_bytes() > _memory_ceiling():
+        worker.stop()
+        return
+    with _idle.lock:
+        _idle.workers.append(worker)
+        cap = MAX_IDLE_PER_CORE * (os.cpu_count() or 1)
+        retired, _idle.workers = _idle.workers[:-cap], _idle.workers[-cap:]
+    for old in retired:
+        old.stop()
 
 
 @contextlib.contextmanager

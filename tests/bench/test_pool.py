@@ -4,6 +4,7 @@ the same as in a new process."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,3 +114,34 @@ def test_a_cell_that_kills_its_worker_loses_no_other_cell_and_the_worker_is_repl
     assert last["worker"]["task"] == 1 and last["worker"]["pid"] != first["worker"]["pid"]
     assert last["metrics"]["test_ll"] < 0
     assert not [p for p in (results / "cells").iterdir() if p.name.startswith(".")]
+
+
+class _Stub:
+    """What the pool reads of a worker, without a process."""
+
+    def __init__(self, host_devices: int, thread: int) -> None:
+        self.profile = pool.Profile(1, host_devices)
+        self.thread, self.tasks, self.alive, self.stopped = thread, 1, True, False
+        self.start_seconds = 1.0
+
+    def resident_bytes(self) -> int:
+        return 0
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_idle_workers_a_thread_gets_its_own_back_and_the_longest_idle_is_retired(
+    new_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool.os, "cpu_count", lambda: 1)  # two idle workers at most
+    me = threading.get_ident()
+    oldest, other, mine = _Stub(1, me + 1), _Stub(2, me + 1), _Stub(2, me)
+    for worker in (oldest, other, mine):
+        pool.release(worker)  # type: ignore[arg-type]
+    assert oldest.stopped and not other.stopped and not mine.stopped
+    # A cell that runs anywhere (Pyro's) takes this thread's worker, not another's.
+    assert pool.acquire(pool.Profile(1)) is mine and mine.start_seconds == 0.0
+    pool.release(mine)  # type: ignore[arg-type]
+    assert pool.acquire(pool.Profile(1, 2)) is mine
+    assert pool.acquire(pool.Profile(1, 2)) is other and other.thread == me
