@@ -54,9 +54,9 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
 
     keep_lowest = options.keeps_lowest_loss()
 
-    def one_step(carry, idx, active):
+    def one_step(carry, idx, active, data):
         (state, lowest), stopped = carry
-        xb, yb = (x, y) if idx is None else (x[idx], y[idx])
+        xb, yb = data if idx is None else (data[0][idx], data[1][idx])
         new, loss, log_lik = update(svi, state, xb, yb, likelihood_scale=scale)
         if keep_lowest:
             lowest = _lower(lowest, loss, svi.get_params(state), state.optim_state[0], active)
@@ -70,8 +70,9 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             for kind in ("loc", "scale")
         )
 
-    # What the programs below close over: the model, its data, the options, the scales.
-    program_key = ("autoguide", target.spec, target.model.x, target.model.y, options, scale)
+    # What the programs below close over: the model, the options, the scales (the data are
+    # arguments).
+    program_key = ("autoguide", target.spec, options, scale)
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
@@ -81,8 +82,9 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     lowest = (jnp.asarray(jnp.inf, dtype=float), svi.get_params(state)) if keep_lowest else None
     initialised = now()
     (state, lowest), (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, (state, lowest), schedule, options.num_steps, curve, guide_at, program_key
-    )
+        one_step, (state, lowest), schedule, options.num_steps, curve, guide_at, program_key,
+        (x, y),
+    )  # fmt: skip
     end = now()
     params = svi.get_params(state)
     losses = np.asarray(losses)
@@ -91,11 +93,12 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     evaluate_s = 0.0
     if keep_lowest:  # the loss after the last step, the one iterate the scan did not score
         evaluate = compiled(
-            (*program_key, "evaluate"), lambda s: svi.evaluate(s, x, y, likelihood_scale=scale),
-            state,
+            (*program_key, "evaluate"),
+            lambda s, data: svi.evaluate(s, *data, likelihood_scale=scale),
+            state, (x, y),
         )  # fmt: skip
         evaluate_s = now() - end
-        info["kept_step"] = kept_step(losses, float(evaluate(state)))
+        info["kept_step"] = kept_step(losses, float(evaluate(state, (x, y))))
         if info["kept_step"] < options.num_steps:
             params = lowest[1]
     evaluated = now()

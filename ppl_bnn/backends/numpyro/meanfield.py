@@ -96,10 +96,10 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     key = jax.random.PRNGKey(child_seed(seed, "svi"))
     curve = make_curve(target, options, seed)
 
-    def one_step(carry, inputs, active):
+    def one_step(carry, inputs, active, data):
         state, stopped = carry
         step_key, idx = inputs
-        xb, yb = (x, y) if idx is None else (x[idx], y[idx])
+        xb, yb = data if idx is None else (data[0][idx], data[1][idx])
         (value, log_lik), new = optimiser.eval_and_update(
             lambda p: terms(p, KeyNoise(step_key), xb, yb, scale), state
         )
@@ -114,10 +114,11 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     initialised = now()
     # Step i's key is fold_in(key, i), an input of the program (so it holds no seed).
     step_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(options.num_steps))
-    program_key = ("meanfield", target.spec, target.model.x, target.model.y, options, scale)
+    program_key = ("meanfield", target.spec, options, scale)  # the data are arguments
     state, (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, state, (step_keys, schedule), options.num_steps, curve, guide_at, program_key
-    )
+        one_step, state, (step_keys, schedule), options.num_steps, curve, guide_at, program_key,
+        (x, y),
+    )  # fmt: skip
     end = now()
     fitted = optimiser.get_params(state)
     loc = {k: np.asarray(v) for k, v in fitted["loc"].items()}

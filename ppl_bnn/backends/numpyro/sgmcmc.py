@@ -41,12 +41,12 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     init, step = options.kernel(cos=jnp.cos)
     names = [site.name for site in spec.sites()]
 
-    def one_step(carry, inputs):
+    def one_step(carry, inputs, data):
         # Per chain: the state, the step it diverged at (-1: none) and, from that step, which
         # sites' positions were not finite.
         state, diverged_at, bad_sites = carry
         key, idx = inputs
-        xb, yb = (x, y) if idx is None else (x[idx], y[idx])
+        xb, yb = data if idx is None else (data[0][idx], data[1][idx])
         lp, grad = value_and_grad(state.position, xb, yb)
         leaves, tree = jax.tree.flatten(state.position)
         keys = jax.random.split(key, len(leaves))
@@ -76,20 +76,22 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         diverged_at = jnp.where(first, state.step, diverged_at)
         return (new, diverged_at, bad_sites), info
 
-    def burn(carry, key, idx):
+    # The data are arguments of the programs, not constants in them (see ``compiled`` below).
+    def burn(carry, key, idx, data):
         keys = jax.random.split(key, options.num_burnin)
-        carry, _ = lax.scan(one_step, carry, (keys, idx))
+        carry, _ = lax.scan(lambda c, i: one_step(c, i, data), carry, (keys, idx))
         return carry
 
-    def draw(carry, inputs):
+    def draw(carry, inputs, data):
         key, idx = inputs
         keys = jax.random.split(key, options.thinning)
-        carry, infos = lax.scan(one_step, carry, (keys, idx))
+        carry, infos = lax.scan(lambda c, i: one_step(c, i, data), carry, (keys, idx))
         theta, _ = constrain(transforms, carry[0].position)
         return carry, (theta, jax.tree.map(lambda v: v[-1], infos))
 
-    def sample(carry, key, idx):
-        return lax.scan(draw, carry, (jax.random.split(key, options.num_blocks), idx))
+    def sample(carry, key, idx, data):
+        keys = jax.random.split(key, options.num_blocks)
+        return lax.scan(lambda c, i: draw(c, i, data), carry, (keys, idx))
 
     chains = options.num_chains
     starts = options.initial_positions(target.model, seed, name)
@@ -114,14 +116,19 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         )
 
     start = now()
-    # What burn and sample close over: the kernel's options, the model, its data.
-    key = ("sgmcmc", options, spec, target.model.x, target.model.y)
-    burn_fn = compiled((*key, "burn"), jax.vmap(burn), carry, burn_keys, burn_idx)
-    sample_fn = compiled((*key, "sample"), jax.vmap(sample), carry, sample_keys, sample_idx)
+    # What burn and sample close over: the kernel's options and the model (and n, batch).
+    key, data, chains_axes = ("sgmcmc", options, spec, n, batch), (x, y), (0, 0, 0, None)
+    burn_fn = compiled(
+        (*key, "burn"), jax.vmap(burn, in_axes=chains_axes), carry, burn_keys, burn_idx, data
+    )
+    sample_fn = compiled(
+        (*key, "sample"), jax.vmap(sample, in_axes=chains_axes), carry, sample_keys, sample_idx,
+        data,
+    )  # fmt: skip
     ready = now()
-    carry = jax.block_until_ready(burn_fn(carry, burn_keys, burn_idx))
+    carry = jax.block_until_ready(burn_fn(carry, burn_keys, burn_idx, data))
     warm = now()
-    carry, (theta, infos) = jax.block_until_ready(sample_fn(carry, sample_keys, sample_idx))
+    carry, (theta, infos) = jax.block_until_ready(sample_fn(carry, sample_keys, sample_idx, data))
     end = now()
     timings = {"compile": ready - start, "warmup": warm - ready, "sampling": end - warm}
     draws = {k: np.asarray(v) for k, v in theta.items()}

@@ -17,9 +17,10 @@ from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.methods.curves import TrainingCurve
 from ppl_bnn.timing import now
 
-#: ``((state, stopped), inputs, active) -> ((state, stopped), outputs)``: one step, where
-#: ``active`` is None (every step is taken) or a traced bool (False on a padding step).
-Step = Callable[[tuple[Any, Any], Any, Any], tuple[tuple[Any, Any], Any]]
+#: ``((state, stopped), inputs, active, data) -> ((state, stopped), outputs)``: one step, where
+#: ``active`` is None (every step is taken) or a traced bool (False on a padding step) and
+#: ``data`` the training data, an argument of the program rather than a constant in it.
+Step = Callable[[tuple[Any, Any], Any, Any, Any], tuple[tuple[Any, Any], Any]]
 
 
 def hold(new: Any, old: Any, stopped: Any, loss: Any, active: Any) -> tuple[Any, Any]:
@@ -40,22 +41,25 @@ def run_steps(
     curve: TrainingCurve | None,
     guide: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]],
     key: tuple,
+    data: Any,
 ) -> tuple[Any, Any, float, float]:
     """``(state, outputs, compile seconds, run seconds)`` of ``num_steps`` steps over the per-step
     inputs ``xs`` (leading axis ``num_steps``, or None); ``outputs`` stacked per step. With a
     ``curve``, ``guide(state) -> (loc, scale)`` is recorded at each checkpoint, and the run's
     seconds leave out the checkpoints'. ``key``: what ``step`` closes over, under which the
-    compiled scan is kept for later fits (:func:`~ppl_bnn.backends.numpyro.programs.compiled`)."""
+    compiled scan is kept for later fits (:func:`~ppl_bnn.backends.numpyro.programs.compiled`);
+    ``data``, passed to every step, is an argument: fits on other data of the same shapes (the
+    validation splits of other seeds) run the same program."""
     carry = (state, jnp.array(False))
     start = now()
     if curve is None:
 
-        def optimise(carry, xs):
-            return lax.scan(lambda c, x: step(c, x, None), carry, xs, length=num_steps)
+        def optimise(carry, xs, data):
+            return lax.scan(lambda c, x: step(c, x, None, data), carry, xs, length=num_steps)
 
-        program = compiled((*key, "steps", num_steps), optimise, carry, xs)
+        program = compiled((*key, "steps", num_steps), optimise, carry, xs, data)
         compiled_at = now()
-        (state, _), outputs = jax.block_until_ready(program(carry, xs))
+        (state, _), outputs = jax.block_until_ready(program(carry, xs, data))
         return state, outputs, compiled_at - start, now() - compiled_at
     every = curve.every
     chunks = math.ceil(num_steps / every)
@@ -67,16 +71,16 @@ def run_steps(
 
     parts = jax.tree.map(split, xs)
 
-    def chunk(carry, xs, active):
-        return lax.scan(lambda c, x: step(c, x[0], x[1]), carry, (xs, active))
+    def chunk(carry, xs, active, data):
+        return lax.scan(lambda c, x: step(c, x[0], x[1], data), carry, (xs, active))
 
     part = jax.tree.map(lambda a: a[0], parts)
-    program = compiled((*key, "chunk", every), chunk, carry, part, active[0])
+    program = compiled((*key, "chunk", every), chunk, carry, part, active[0], data)
     compiled_at = now()
     outputs = []
     for c in range(chunks):
         part = jax.tree.map(lambda a, c=c: a[c], parts)
-        carry, out = jax.block_until_ready(program(carry, part, active[c]))
+        carry, out = jax.block_until_ready(program(carry, part, active[c], data))
         curve.checkpoint(*guide(carry[0]))
         outputs.append(out)
     outputs = jax.tree.map(lambda *a: jnp.concatenate(a)[:num_steps], *outputs)

@@ -1,0 +1,37 @@
+"""NumPyro's compiled programs kept per process: a later fit that reuses one gets exactly what
+compiling its own would give, also on other data of the same shapes (the data are arguments)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppl_bnn import BNN, fit
+from ppl_bnn.backends.numpyro import programs
+
+FITS = {
+    "map": {"num_steps": 60},
+    "svi": {"num_steps": 60, "num_draws": 10},
+    "svi-flipout": {"num_steps": 60, "num_draws": 10, "estimator": "flipout", "batch_size": 8},
+    "sgld": {"num_burnin": 40, "num_samples": 5, "thinning": 1, "step_size": 1e-4},
+}
+
+
+@pytest.mark.parametrize("name", list(FITS))
+def test_a_reused_program_gives_the_fit_a_new_one_gives_on_other_data(
+    regression_data: tuple[np.ndarray, np.ndarray], name: str
+) -> None:
+    x, y = regression_data
+    method, options = name.split("-")[0], FITS[name]
+    first = BNN(x, y, hidden=(4,), noise=0.3)
+    other = BNN(x, np.cos(2 * y), hidden=(4,), noise=0.3)  # same shapes, other values
+    programs._programs.clear()
+    fit(first, method, seed=0, **options)
+    kept = len(programs._programs)
+    reused = fit(other, method, seed=1, **options)
+    assert len(programs._programs) == kept  # nothing compiled again
+    programs._programs.clear()
+    compiled = fit(other, method, seed=1, **options)
+    for site, draws in compiled.draws.items():
+        np.testing.assert_array_equal(reused.draws[site], draws)
+    assert reused.timings["compile"] < compiled.timings["compile"]
