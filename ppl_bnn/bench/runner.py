@@ -313,12 +313,13 @@ def _progress(total: int) -> Any:
     return tqdm(total=total, unit="job", disable=quiet, dynamic_ncols=True)
 
 
-def _executor(jobs: int | None, dask_address: str | None) -> tuple[Any, int | None]:
-    """The executor's context manager and the threads each process gets (None: Dask decides)."""
+def _executor(jobs: int | None, dask_address: str | None) -> tuple[Any, int | None, int | None]:
+    """The executor's context manager, the threads each process gets (None: Dask decides) and
+    the jobs to hand it at once (None: every job, for Dask to schedule)."""
     if dask_address:
-        return dask_executor(dask_address), None
+        return dask_executor(dask_address), None, None
     jobs = jobs or cpu_count()
-    return local_executor(jobs), max(1, cpu_count() // jobs)
+    return local_executor(jobs), max(1, cpu_count() // jobs), jobs
 
 
 def _sweep(
@@ -330,12 +331,18 @@ def _sweep(
     root: Path,
     results: Path | None,
     on_progress: Callable[[list[str]], None] | None = None,
+    in_flight: int | None = None,
     **process: Any,
 ) -> None:
     """Run references (first: the longest jobs) and then cells (each into its directory, the
     seeds of a program together: :func:`program_groups`) on one executor, recording each
     outcome in ``summary`` as it finishes; references are published into ``results`` unless it
-    is None. ``on_progress`` is called with the datasets of the cells that just finished."""
+    is None. ``on_progress`` is called with the datasets of the cells that just finished.
+
+    At most ``in_flight`` jobs are handed to the executor at once (None: all), the next group
+    always the first in the suite's order that may start: a group that starts from another's
+    shared runs (:func:`_after`) may start once that one has finished, and then goes before the
+    groups that come after it in the suite, not to the end of the queue."""
     with executor_cm as executor, _progress(len(references) + len(cells)) as bar:
         futures: dict[Future, _PendingReference | list[Cell]] = {}
         for job in references:
@@ -346,20 +353,20 @@ def _sweep(
         held: dict[int, list[int]] = {}  # a group's index -> the groups that start from it
         for i, j in after.items():
             held.setdefault(j, []).append(i)
+        ready = [i for i in range(len(groups)) if i not in after]  # in the suite's order
         index: dict[Future, int] = {}
-
-        def submit(i: int) -> Future:
-            tasks = [(cell.to_dict(), str(out_dir)) for cell, out_dir in groups[i]]
-            future = executor.submit(run_cells_process, tasks, fit_store=store, **process)
-            futures[future], index[future] = [c for c, _ in groups[i]], i
-            return future
-
-        pending = set(futures) | {submit(i) for i in range(len(groups)) if i not in after}
-        while pending:
+        pending = set(futures)
+        while pending or ready:
+            while ready and (in_flight is None or len(pending) < in_flight):
+                i = ready.pop(0)
+                tasks = [(cell.to_dict(), str(out_dir)) for cell, out_dir in groups[i]]
+                future = executor.submit(run_cells_process, tasks, fit_store=store, **process)
+                futures[future], index[future] = [c for c, _ in groups[i]], i
+                pending.add(future)
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 # The groups that start from this one's runs, now in the store.
-                pending |= {submit(i) for i in held.pop(index.get(future, -1), [])}
+                ready = sorted(ready + held.pop(index.get(future, -1), []))
                 _record(future, futures[future], summary, bar, root, results, on_progress)
 
 
@@ -524,7 +531,7 @@ def run_suite(
             logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
                         len(ref_todo), root)  # fmt: skip
 
-        executor_cm, threads = _executor(jobs, dask_address)
+        executor_cm, threads, in_flight = _executor(jobs, dask_address)
         _sweep(
             executor_cm,
             ref_todo,
@@ -533,6 +540,7 @@ def run_suite(
             root=root,
             results=results,
             on_progress=on_progress,
+            in_flight=in_flight,
             data_dir=data_dir,
             threads=threads,
             jax_cache=jax_cache,
@@ -574,10 +582,11 @@ def run_references(
     summary = SweepSummary(references=done)
     logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
                 len(todo), root)  # fmt: skip
-    executor_cm, threads = _executor(jobs, None)
+    executor_cm, threads, in_flight = _executor(jobs, None)
     _sweep(
-        executor_cm, todo, [], summary, root=root, results=None, data_dir=data_dir, threads=threads
-    )
+        executor_cm, todo, [], summary, root=root, results=None, data_dir=data_dir,
+        threads=threads, in_flight=in_flight,
+    )  # fmt: skip
     _in_job_order(summary, ref_jobs)
     summary.wall_s = now() - start
     return summary
