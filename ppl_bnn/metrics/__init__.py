@@ -45,6 +45,7 @@ from ppl_bnn.metrics.reference import (
     mixture_w2,
     reference_metrics_classification,
     reference_metrics_regression,
+    reference_quantiles,
     total_variation,
 )
 from ppl_bnn.metrics.regression import (
@@ -82,6 +83,7 @@ __all__ = [
     "predictive_entropy",
     "reference_metrics_classification",
     "reference_metrics_regression",
+    "reference_quantiles",
     "refusal_rate",
     "refuse_curve",
     "regression_metrics",

@@ -69,11 +69,18 @@ def _quantile_grid(num_quantiles: int) -> np.ndarray:
 
 
 def _w2_ks(
-    f: np.ndarray, s: np.ndarray, fr: np.ndarray, sr: np.ndarray, num_quantiles: int
+    f: np.ndarray,
+    s: np.ndarray,
+    fr: np.ndarray,
+    sr: np.ndarray,
+    num_quantiles: int,
+    qr: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """Mean W2 and KS distances over points between the mixtures (f, s) and (fr, sr)."""
+    """Mean W2 and KS distances over points between the mixtures (f, s) and (fr, sr); ``qr``:
+    the reference's quantiles (:func:`reference_quantiles`), where already computed."""
     u = _quantile_grid(num_quantiles)
-    q, qr = _quantiles(f, s, u), _quantiles(fr, sr, u)
+    q = _quantiles(f, s, u)
+    qr = _quantiles(fr, sr, u) if qr is None else qr
     w2 = float(np.mean(np.sqrt(np.mean((q - qr) ** 2, axis=0))))
     # At its own quantiles each CDF equals u (up to the solver tolerance): only the other
     # mixture's CDF needs evaluating there.
@@ -144,11 +151,28 @@ def mixture_ks(
     return _w2_ks(*arrays, checks.positive_int(num_quantiles, "num_quantiles"))[1]
 
 
+#: Quantiles per point of the reference metrics' W2 and KS.
+REFERENCE_QUANTILES = 100
+
+
+def reference_quantiles(f_ref: ArrayLike, sigma_ref: ArrayLike) -> np.ndarray:
+    """The reference mixture's quantiles (M, N) that :func:`reference_metrics_regression`
+    compares every fit with: computed once, they serve every fit on the same split."""
+    fr, sr = checks.regression_inputs(f_ref, sigma_ref, "f_ref", "sigma_ref")
+    return _quantiles(fr, sr, _quantile_grid(REFERENCE_QUANTILES))
+
+
 def reference_metrics_regression(
-    f: ArrayLike, sigma: ArrayLike, f_ref: ArrayLike, sigma_ref: ArrayLike
+    f: ArrayLike,
+    sigma: ArrayLike,
+    f_ref: ArrayLike,
+    sigma_ref: ArrayLike,
+    ref_quantiles: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """``{"ref_w2", "ref_ks"}``: :func:`mixture_w2` and :func:`mixture_ks` with 100 quantiles."""
-    w2, ks = _w2_ks(*_reference_regression_inputs(f, sigma, f_ref, sigma_ref), 100)
+    """``{"ref_w2", "ref_ks"}``: :func:`mixture_w2` and :func:`mixture_ks` with 100 quantiles
+    (``ref_quantiles``: the reference's, :func:`reference_quantiles`, where already known)."""
+    arrays = _reference_regression_inputs(f, sigma, f_ref, sigma_ref)
+    w2, ks = _w2_ks(*arrays, REFERENCE_QUANTILES, ref_quantiles)
     return {"ref_w2": w2, "ref_ks": ks}
 
 

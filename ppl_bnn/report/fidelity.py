@@ -55,16 +55,24 @@ def _geometric_ratio(std: np.ndarray, ref_std: np.ndarray) -> float:
 
 
 def _regression(
-    pred: dict[str, np.ndarray], ref: dict[str, np.ndarray], inside: np.ndarray | None
+    pred: dict[str, np.ndarray],
+    ref: dict[str, np.ndarray],
+    inside: np.ndarray | None,
+    ref_quantiles: dict[str, np.ndarray],
 ) -> dict[str, float]:
+    """The regression distances of one cell to its reference (``ref_quantiles``: the
+    reference's quantiles, computed at the first cell and kept for the others)."""
     out: dict[str, float] = {}
     if "test_f" in pred and "test_f" in ref:
         points = spread(pred["test_f"].shape[-1], MAX_POINTS)
         draws = spread(ref["test_f"].shape[0], MAX_REFERENCE_DRAWS)
+        f_ref, sigma_ref = ref["test_f"][draws][:, points], ref["test_sigma"][draws]
         with np.errstate(all="ignore"):
+            if "q" not in ref_quantiles:
+                ref_quantiles["q"] = metrics.reference_quantiles(f_ref, sigma_ref)
             distances = metrics.reference_metrics_regression(
-                pred["test_f"][:, points], pred["test_sigma"],
-                ref["test_f"][draws][:, points], ref["test_sigma"][draws],
+                pred["test_f"][:, points], pred["test_sigma"], f_ref, sigma_ref,
+                ref_quantiles["q"],
             )  # fmt: skip
         out["ref_w2"], out["ref_ks"] = distances["ref_w2"], distances["ref_ks"]
     if "test_std" in pred and "test_std" in ref:
@@ -98,6 +106,7 @@ def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
         ref = results.reference_predictions(dataset, split, _VARIABLES)
         if entry is None or ref is None:
             continue
+        ref_quantiles: dict[str, np.ndarray] = {}  # the same for every cell of the split
         for cell_id in group["cell_id"]:
             pred = results.predictions(cell_id, _VARIABLES)
             if pred is None:
@@ -111,7 +120,7 @@ def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
                 row["ref_agreement"] = metrics.agreement(p, q)
                 row["ref_tv"] = metrics.total_variation(p, q)
             else:
-                row.update(_regression(pred, ref, _test_inside(results, cell_id)))
+                row.update(_regression(pred, ref, _test_inside(results, cell_id), ref_quantiles))
             rows.append(row)
     return pd.DataFrame(rows, columns=["cell_id", *COLUMNS, "ref_converged"])
 

@@ -3,7 +3,7 @@
 :class:`LiveReport` re-renders the results folder's report in a separate, lower-priority process
 (``python -m ppl_bnn.report.live RESULTS_DIR``), so that the sweep's cells keep the cores and a
 render that fails never touches the sweep. It renders as soon as the first cells of a dataset are
-in, and otherwise when the last render ended at least ``max(min_interval_s, 3 x its duration)``
+in, and otherwise when the last render ended at least ``max(min_interval_s, 4 x its duration)``
 ago, so that rendering takes a bounded share of the machine however large the report grows.
 While the sweep runs, the page says how many cells are done and names the pending ones
 (:func:`ppl_bnn.report.load.sweep_progress`); the render after the sweep is the same as
@@ -27,8 +27,8 @@ logger = logging.getLogger(__name__)
 
 #: Niceness of the render process: below the cells, which keep the cores.
 NICENESS = 10
-#: Share of the time a render may take: after a render of d seconds, the next waits 3 d.
-SPACING = 3.0
+#: Share of the time a render may take: after a render of d seconds, the next waits 4 d.
+SPACING = 4.0
 
 
 class LiveReport:
@@ -40,7 +40,7 @@ class LiveReport:
             except for a dataset's first cells.
     """
 
-    def __init__(self, results_dir: str | Path, *, min_interval_s: float = 20.0) -> None:
+    def __init__(self, results_dir: str | Path, *, min_interval_s: float = 60.0) -> None:
         self.results_dir = Path(results_dir)
         self.min_interval_s = min_interval_s
         self.renders = 0
