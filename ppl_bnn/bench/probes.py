@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench import bare_costs, lenet
+from ppl_bnn.bench import bare_costs, lenet, pool
 from ppl_bnn.bench.cell import Probe, model_arguments
 from ppl_bnn.bench.evaluate import evaluate
 from ppl_bnn.bench.perf_suite import THROUGHPUT_CACHES
@@ -335,8 +335,19 @@ def _fill_jax_cache(suite: Suite, cache_dir: str) -> None:
     only = {"backend": {"numpyro"}, "seed": {suite.seeds[0]}}
     for jobs in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
-            summary = run_suite(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
+            summary = _new_sweep(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
         _require_ok(summary, f"throughput probe, filling the JAX cache with --jobs {jobs}")
+
+
+def _new_sweep(suite: Suite, results: Path, **kwargs: Any) -> SweepSummary:
+    """:func:`~ppl_bnn.bench.runner.run_suite` in new worker processes, as a new ``ppl-bnn
+    bench`` runs it: no worker of an earlier sweep of this probe, with its compiled programs
+    in memory, is reused."""
+    pool.shutdown()
+    try:
+        return run_suite(suite, results, **kwargs)
+    finally:
+        pool.shutdown()
 
 
 def _require_ok(summary: SweepSummary, what: str) -> None:
@@ -354,7 +365,7 @@ def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict
     for _ in range(repeats):
         for jobs in (1, 2):
             with tempfile.TemporaryDirectory() as tmp:
-                summary = run_suite(suite, Path(tmp), jobs=jobs, jax_cache=jax_cache)
+                summary = _new_sweep(suite, Path(tmp), jobs=jobs, jax_cache=jax_cache)
                 records = read_records(Path(tmp))
             _require_ok(summary, f"throughput probe, --jobs {jobs}")
             out["sweep_wall_s"][jobs].append(summary.wall_s)
@@ -398,7 +409,7 @@ def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
             with tempfile.TemporaryDirectory() as cache_dir:
                 for variant in ("cold", "warm"):
                     with tempfile.TemporaryDirectory() as tmp:
-                        summary = run_suite(
+                        summary = _new_sweep(
                             suite,
                             Path(tmp),
                             jobs=1,

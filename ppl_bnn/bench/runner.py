@@ -285,10 +285,12 @@ def _after(groups: list[list[tuple[Cell, Path]]]) -> dict[int, int]:
         seeds = tuple(c.seed for c, _ in group)
         return (cell.label, cell.split, cell.backend, cell.tune is None, seeds, method)
 
-    producers = {place(group, group[0][0].method): i for i, group in enumerate(groups)}
+    cells = [i for i, group in enumerate(groups) if isinstance(group[0][0], Cell)]  # not probes
+    producers = {place(groups[i], groups[i][0][0].method): i for i in cells}
     starts_from = {m.name: m.starts_from for m in METHODS}
     out = {}
-    for i, group in enumerate(groups):
+    for i in cells:
+        group = groups[i]
         first = starts_from.get(group[0][0].method)
         if first is not None and (j := producers.get(place(group, first))) is not None:
             out[i] = j
@@ -301,7 +303,8 @@ def program_groups(cells: list[tuple[Cell, Path]]) -> list[list[tuple[Cell, Path
     groups: dict[str, list[tuple[Cell, Path]]] = {}
     for cell, out_dir in cells:
         config = {k: v for k, v in cell.config().items() if k != "seed"}
-        groups.setdefault(json.dumps(config, sort_keys=True), []).append((cell, out_dir))
+        key = json.dumps(config, sort_keys=True) if isinstance(cell, Cell) else cell.cell_id
+        groups.setdefault(key, []).append((cell, out_dir))
     return list(groups.values())
 
 

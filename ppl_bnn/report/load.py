@@ -536,15 +536,23 @@ def _pending_text(pending: list[str], planned: list[tuple[str, str, str]]) -> st
 def sweep_progress(root: Path, suite: Mapping[str, Any], records: list[dict[str, Any]]) -> str:
     """What is done and pending of the last sweep's cells (``suite.json``'s ``cells``), where a
     sweep still holds the folder's lock or the last one stopped before its end; "" for a sweep
-    that finished. A cell is done when a record of its configuration is stored."""
+    that finished. A cell is pending while its folder is missing or holds a record of another
+    configuration."""
     planned = []
     for data in suite.get("cells") or []:
         with contextlib.suppress(TypeError, ValueError):
             cell = cell_from_dict(dict(data))
             label = cell.label if isinstance(cell, Cell) else cell.kind  # a probe's kind
             planned.append((cell.cell_id, cell.config_hash(), label))
+    # Pending: no folder yet, or a record of another configuration (a damaged record is a
+    # problem of the report, not a pending cell).
+    present = {folder.name for folder in cell_dirs(root)}
     stored = {r["cell_id"]: r.get("config_hash") for r in records}
-    pending = [cell_id for cell_id, config, _ in planned if stored.get(cell_id) != config]
+    pending = [
+        cell_id
+        for cell_id, config, _ in planned
+        if cell_id not in present or stored.get(cell_id, config) != config
+    ]
     running = is_held(root / LOCK_FILE)
     if not pending and not running:
         return ""

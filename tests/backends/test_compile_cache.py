@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, configure_runtime, fit
+from ppl_bnn.backends.numpyro import programs
 from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR, requested_dir
 
 pytestmark = pytest.mark.runtime(160)  # seconds on 2 cores: started first (tests/conftest.py)
@@ -32,6 +33,13 @@ def default_setting() -> Iterator[None]:
     """Every test leaves ``configure_runtime(jax_cache=...)`` at its default."""
     yield
     configure_runtime(jax_cache=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_programs() -> None:
+    """Each test counts the compilations of its own fits: none reuses a program an earlier
+    test's fit left in this process (:mod:`ppl_bnn.backends.numpyro.programs`)."""
+    programs._programs.clear()
 
 
 def _fit(steps: int) -> FitResult:

@@ -97,7 +97,7 @@ def test_a_cell_that_kills_its_worker_loses_no_other_cell_and_the_worker_is_repl
     }
     monkeypatch.setattr(pool, "WORKER_MODULE", "tests.bench.faulty_worker")
     monkeypatch.setenv(FAULTS_VAR, json.dumps(faults))
-    suite = tiny_suite(seeds=[0, 1, 2, 3, 4], timeout_s=30)
+    suite = tiny_suite(seeds=[0, 1, 2, 3, 4], timeout_s=15)
     results = tmp_path / "results"
     summary = run_suite(suite, results, jobs=1, jax_cache=jax_cache)
     records = [_by_id(results)[f"sine-split0-svi-numpyro-seed{k}"] for k in range(5)]
@@ -108,7 +108,7 @@ def test_a_cell_that_kills_its_worker_loses_no_other_cell_and_the_worker_is_repl
         "the worker process died running a cell with status 3 without writing a record"
     )
     assert crashed["status"] == "failed" and "(SIGSEGV)" in crashed["error"]["message"]
-    assert hung["status"] == "timeout" and "exceeded its 30 s limit" in hung["error"]["message"]
+    assert hung["status"] == "timeout" and "exceeded its 15 s limit" in hung["error"]["message"]
     first, last = records[0], records[4]
     assert first["status"] == last["status"] == "ok"
     assert last["worker"]["task"] == 1 and last["worker"]["pid"] != first["worker"]["pid"]

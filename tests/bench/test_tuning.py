@@ -333,7 +333,7 @@ class FakeFit:
             return SimpleNamespace(f=np.zeros((2, len(x), 1)), noise_std=np.full(2, noise))
 
         info = {"diverged": True, "diverged_at_step": 4} if noise in self.flagged else {}
-        return SimpleNamespace(predict=predict, info=info)
+        return SimpleNamespace(predict=predict, info=info, timings={"compile": 0.0})
 
 
 def _expected(data: Dataset, noise: float) -> float:

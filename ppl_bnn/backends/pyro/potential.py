@@ -137,10 +137,9 @@ class FlatPotential:
                 spec, likelihood_scale, *((tuple(t.shape), str(t.dtype)) for t in example)
             )
             try:
-                self._value_and_grad = _COMPILED.get(key) or _compile_value_and_grad(
-                    self.energy, example
-                )
-                _COMPILED[key] = self._value_and_grad
+                if key not in _COMPILED:
+                    _COMPILED[key] = _compile_value_and_grad(self.energy, example)
+                self._value_and_grad = _COMPILED[key]
             except Exception as err:  # no C++ compiler, an unsupported operation, ...
                 logger.warning("compiling the Pyro potential failed (%s); tracing it instead", err)
                 self.mode = "traced"
