@@ -291,23 +291,18 @@ def release(worker: WarmWorker) -> None:
 
 
 @contextlib.contextmanager
-def borrowed(profile: Profile) -> Iterator[WarmWorker]:
-    """A worker for the ``with`` block, given back afterwards (a killed one is not kept)."""
-    worker = acquire(profile)
+def borrowed(profile: Profile, *, new: bool = False) -> Iterator[WarmWorker]:
+    """A worker for the ``with`` block: one of this process's pool, given back afterwards (a
+    killed one is not kept), or, with ``new``, one started for the block alone and stopped
+    after it."""
+    worker = WarmWorker(profile) if new else acquire(profile)
     try:
         yield worker
     finally:
-        release(worker)
-
-
-@contextlib.contextmanager
-def fresh(profile: Profile) -> Iterator[WarmWorker]:
-    """A new worker for the ``with`` block alone, stopped afterwards."""
-    worker = WarmWorker(profile)
-    try:
-        yield worker
-    finally:
-        worker.stop()
+        if new:
+            worker.stop()
+        else:
+            release(worker)
 
 
 @atexit.register

@@ -134,8 +134,7 @@ def run_cells_process(
 def _run_on_worker(cell: Cell | Probe, task: dict[str, Any], profile: Profile) -> dict[str, Any]:
     """Run ``task`` on a worker of ``profile`` (a probe's own, a cell's from the pool) and return
     the record it wrote."""
-    workers = pool.fresh(profile) if isinstance(cell, Probe) else pool.borrowed(profile)
-    with workers as worker:
+    with pool.borrowed(profile, new=isinstance(cell, Probe)) as worker:
         task["worker"] = {"task": worker.tasks + 1, "start_s": worker.start_seconds}
         worker.run(task, cell.timeout_s)
     record = read_record(Path(task["out_dir"]))
