@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ppl_bnn.bench.environment import git_commit
+from ppl_bnn.bench.record import RECORD_FILE
 from ppl_bnn.files import write_atomic
 from ppl_bnn.keys import content_key
 from ppl_bnn.reference import REFERENCES_DIR
@@ -61,10 +62,11 @@ def _write(path: Path, data: str | bytes) -> None:
 
 
 def results_state(results_dir: Path) -> str:
-    """A key of what a report of ``results_dir`` is rendered from: the path, size and
-    modification time of every file under ``cells/`` and ``references/``, what ``suite.json``
-    says of the suite (not the environment and wall time each sweep rewrites) and the library's
-    version and commit."""
+    """A key of what a report of ``results_dir`` is rendered from: every file under ``cells/``
+    and ``references/`` by path and size, and the records by content (a record changes with
+    every run of its cell or reference; a sweep that republishes a reference unchanged leaves
+    the key as it was), what ``suite.json`` says of the suite (not the environment and wall
+    time each sweep rewrites) and the library's version and commit."""
     source = Path(__file__).resolve().parents[2]
     parts: list[object] = [library_versions()["ppl_bnn"], git_commit(source)]
     try:
@@ -76,8 +78,8 @@ def results_state(results_dir: Path) -> str:
     for folder in ("cells", REFERENCES_DIR):
         for path in sorted((results_dir / folder).rglob("*")):
             if path.is_file():
-                stat = path.stat()
-                parts.append((str(path.relative_to(results_dir)), stat.st_size, stat.st_mtime_ns))
+                content = path.read_bytes() if path.name == RECORD_FILE else None
+                parts.append((str(path.relative_to(results_dir)), path.stat().st_size, content))
     return content_key(*parts)
 
 
