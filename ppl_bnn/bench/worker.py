@@ -12,6 +12,7 @@ a hang (killed at the timeout) or a crash of the interpreter ends it, and the po
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -40,6 +41,30 @@ from ppl_bnn.versions import library_versions
 
 logger = logging.getLogger(__name__)
 
+#: Warnings logged during one cell that its record keeps (the first ones).
+MAX_LOGGED_WARNINGS = 20
+
+
+@contextlib.contextmanager
+def logged_warnings() -> Any:
+    """Collect the messages of the warnings (and errors) logged while the block runs, from any
+    logger, into the list it yields: a fallback a fit took (e.g. a Pyro potential traced because
+    compiling it failed) belongs in the cell's record, not only in the worker's stderr."""
+    messages: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, entry: logging.LogRecord) -> None:
+            if len(messages) < MAX_LOGGED_WARNINGS:
+                messages.append(f"{entry.levelname} {entry.name}: {entry.getMessage()}")
+
+    handler = Collect(level=logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        root.removeHandler(handler)
+
 
 def run(
     cell: Cell,
@@ -49,9 +74,11 @@ def run(
     threads: int,
     jax_cache: str | None = None,
     worker: dict[str, Any] | None = None,
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
     """Fit and evaluate ``cell``; write its files and record into ``out_dir`` (``worker``: what
-    the record says of the process that ran it)."""
+    the record says of the process that ran it; ``warnings``: the list
+    :func:`logged_warnings` fills, kept in the record as ``warnings``)."""
     record = base_record(cell)
     record.update(threads=threads, jax_cache=jax_cache, worker=worker or {})
     start = now()
@@ -116,6 +143,8 @@ def run(
     record["timings"]["overhead"] = record["timings"]["cell_wall"] - fitting
     if compiles is not None:  # this cell's, not the worker's since it started
         record["compilation"] = compile_counter().counts_since(compiles)
+    if warnings:
+        record["warnings"] = list(warnings)
     record["finished_at"] = timestamp()
     write_record(out_dir, record)
     return record
@@ -167,7 +196,7 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(cell, Probe):
         return run_probe_cell(cell, out_dir, data_dir=task.get("data_dir"), threads=threads)
-    with shared.use_store(task.get("fit_store")):
+    with shared.use_store(task.get("fit_store")), logged_warnings() as warnings:
         return run(
             cell,
             out_dir,
@@ -175,6 +204,7 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
             threads=threads,
             jax_cache=task.get("jax_cache"),
             worker={"pid": os.getpid(), **task.get("worker", {})},
+            warnings=warnings,
         )
 
 

@@ -35,3 +35,24 @@ def test_a_reused_program_gives_the_fit_a_new_one_gives_on_other_data(
     for site, draws in compiled.draws.items():
         np.testing.assert_array_equal(reused.draws[site], draws)
     assert reused.timings["compile"] < compiled.timings["compile"]
+
+
+def test_fits_that_differ_only_in_the_kl_weight_share_one_program(
+    regression_data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """A beta sweep: the likelihood scale N / (batch * beta) is an argument of the program."""
+    x, y = regression_data
+    model = BNN(x, y, hidden=(4,), noise=0.3)
+    options = FITS["svi"]
+    programs._programs.clear()
+    fit(model, "svi", seed=0, kl_weight=1.0, **options)
+    kept = len(programs._programs)
+    reused = fit(model, "svi", seed=0, kl_weight=0.1, **options)
+    assert len(programs._programs) == kept
+    programs._programs.clear()
+    compiled = fit(model, "svi", seed=0, kl_weight=0.1, **options)
+    for site, draws in compiled.draws.items():
+        np.testing.assert_array_equal(reused.draws[site], draws)
+    # The weight reaches the program: the tempered fit is not the untempered one.
+    untempered = fit(model, "svi", seed=0, kl_weight=1.0, **options)
+    assert not np.array_equal(untempered.draws["w0"], compiled.draws["w0"])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -56,7 +57,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
 
     def one_step(carry, idx, active, data):
         (state, lowest), stopped = carry
-        xb, yb = data if idx is None else (data[0][idx], data[1][idx])
+        x_all, y_all, scale = data
+        xb, yb = (x_all, y_all) if idx is None else (x_all[idx], y_all[idx])
         new, loss, log_lik = update(svi, state, xb, yb, likelihood_scale=scale)
         if keep_lowest:
             lowest = _lower(lowest, loss, svi.get_params(state), state.optim_state[0], active)
@@ -70,9 +72,11 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             for kind in ("loc", "scale")
         )
 
-    # What the programs below close over: the model, the options, the scales (the data are
-    # arguments).
-    program_key = ("autoguide", target.spec, options, scale)
+    # What the programs below close over: the model and the options. The data and the
+    # likelihood scale are arguments, so fits that differ only in the KL weight (a beta sweep)
+    # run one program.
+    program_key = ("autoguide", target.spec, replace(options, kl_weight=1.0))
+    data = (x, y, jnp.asarray(scale, dtype=jnp.result_type(float)))
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
@@ -83,7 +87,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     initialised = now()
     (state, lowest), (losses, log_lik), compile_s, run_s = run_steps(
         one_step, (state, lowest), schedule, options.num_steps, curve, guide_at, program_key,
-        (x, y),
+        data,
     )  # fmt: skip
     end = now()
     params = svi.get_params(state)
@@ -94,11 +98,11 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     if keep_lowest:  # the loss after the last step, the one iterate the scan did not score
         evaluate = compiled(
             (*program_key, "evaluate"),
-            lambda s, data: svi.evaluate(s, *data, likelihood_scale=scale),
-            state, (x, y),
+            lambda s, data: svi.evaluate(s, *data[:2], likelihood_scale=data[2]),
+            state, data,
         )  # fmt: skip
         evaluate_s = now() - end
-        info["kept_step"] = kept_step(losses, float(evaluate(state, (x, y))))
+        info["kept_step"] = kept_step(losses, float(evaluate(state, data)))
         if info["kept_step"] < options.num_steps:
             params = lowest[1]
     evaluated = now()
