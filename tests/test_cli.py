@@ -211,3 +211,37 @@ def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone
     assert "tiny: 2 cells, 1 to run, 1 already done" in caplog.text
     assert "nothing ran" not in caplog.text and index.stat().st_mtime_ns > rendered
     assert "map" in index.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "valid"),
+    [("--methods", "mapp", "map, svi"), ("--backends", "PYRO", "numpyro"),
+     ("--datasets", "nosuch", "gap, sine")],
+)  # fmt: skip
+def test_bench_refuses_a_filter_that_names_nothing_of_the_suite(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, flag: str, value: str, valid: str
+) -> None:
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY_SUITE.replace("NAME", "tiny").replace(
+        '[methods.svi]', '[[datasets]]\nname = "gap"\n[methods.map]\n[methods.svi]'))  # fmt: skip
+    reports = tmp_path / "reports"
+    args = ["bench", "--suite", str(suite), "--reports-dir", str(reports), "--no-report"]
+    with caplog.at_level(logging.ERROR):
+        assert main([*args, flag, value]) == 2
+    assert f"{flag}: unknown " in caplog.text
+    assert f"{value!r}; suite 'tiny' has {valid}" in caplog.text
+    assert not reports.exists()
+
+
+def test_bench_says_when_known_filter_values_select_no_cell(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY_SUITE.replace("NAME", "tiny").replace(
+        '[methods.svi]', '[[datasets]]\nname = "gap"\nexclude = ["map"]\n[methods.map]\n'
+        '[methods.svi]'))  # fmt: skip
+    args = ["bench", "--suite", str(suite), "--reports-dir", str(tmp_path), "--no-report"]
+    with caplog.at_level(logging.INFO):
+        assert main([*args, "--datasets", "gap", "--methods", "map"]) == 0
+    said = "tiny: the suite has each value of --datasets gap --methods map, but no cell combines"
+    assert said in caplog.text

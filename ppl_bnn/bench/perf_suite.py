@@ -76,6 +76,7 @@ from ppl_bnn.bench.schema import (
     check_model,
     check_name,
     check_options,
+    check_selection,
     check_timeout,
 )
 from ppl_bnn.data import dataset_names
@@ -124,11 +125,18 @@ class PerfSuite:
         only: Mapping[str, set[str]] | None = None,
     ) -> list[Probe]:
         """The probes (``max_splits`` and ``data_dir`` do not apply); ``only`` filters by
-        dataset, method (a probe kind or a method name) and backend."""
+        dataset, method (a probe kind or a method name) and backend; a value no probe has
+        raises :class:`SuiteError`."""
+        check_selection(self.name, only, self.selectable())
         out = list(self.probes)
         if only:
             out = [p for p in out if all(getattr(p, k) in v for k, v in only.items() if v)]
         return out
+
+    def selectable(self) -> dict[str, set[str]]:
+        """What ``only`` may name: the probes' datasets, methods and backends."""
+        keys = ("dataset", "method", "backend")
+        return {k: {v for p in self.probes if (v := getattr(p, k))} for k in keys}
 
 
 def _problem(where: str, problems: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from ppl_bnn.bench.record import (
     read_attempts,
     read_record,
 )
+from ppl_bnn.bench.schema import SELECTION_FLAGS, check_selection
 from ppl_bnn.bench.staging import FILE_MODE, install
 from ppl_bnn.bench.suite import ReferenceJob, Suite
 from ppl_bnn.data import load_dataset
@@ -500,6 +501,7 @@ def run_suite(
                 jobs,
             )
         jobs = jobs or 1
+    check_selection(suite.name, only, suite.selectable())  # a typo, before any folder is made
     start = now()
     results = Path(results_dir)
     results.mkdir(parents=True, exist_ok=True)
@@ -509,6 +511,13 @@ def run_suite(
         for directory in (cells_dir, results / REFERENCES_DIR):
             clean_staging(directory)
         cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
+        if not cells and only and any(only.values()):
+            chosen = [f"{SELECTION_FLAGS[k]} {','.join(sorted(v))}" for k, v in only.items() if v]
+            logger.warning(
+                "%s: the suite has each value of %s, but no cell combines them: no cell to run",
+                suite.name,
+                " ".join(chosen),
+            )
         configs = current_configs(suite, data_dir)
         todo, kept = plan(cells, cells_dir, rerun_failed=rerun_failed, force=force)
         summary = SweepSummary(skipped=len(kept))

@@ -7,7 +7,7 @@ suites) validate with these, so a bad file gets the same kind of message whichev
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -41,6 +41,30 @@ def check_keys(where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise SuiteError(f"{where}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+
+
+#: The selection keys of ``Suite.cells(only=...)`` and the command-line flags that set them.
+SELECTION_FLAGS = {"dataset": "--datasets", "method": "--methods", "backend": "--backends"}
+
+
+def check_selection(
+    suite: str, only: Mapping[str, Iterable[str]] | None, valid: Mapping[str, set[str]]
+) -> None:
+    """``SuiteError`` naming every value of ``only`` (``dataset`` / ``method`` / ``backend`` ->
+    the values to keep) that is not in ``valid`` for its key, with the valid values: a filter
+    that names nothing of suite ``suite`` is a typo, never an empty selection."""
+    problems = []
+    for key, values in (only or {}).items():
+        known = valid.get(key, set())
+        unknown = sorted(set(values) - known)
+        if unknown:
+            flag = SELECTION_FLAGS.get(key, key)
+            problems.append(
+                f"{flag}: unknown {key} {', '.join(map(repr, unknown))}; "
+                f"suite {suite!r} has {', '.join(sorted(known)) or 'none'}"
+            )
+    if problems:
+        raise SuiteError("; ".join(problems))
 
 
 def check_name(where: str, name: Any) -> str:

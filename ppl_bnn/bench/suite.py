@@ -103,7 +103,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.backends import BACKENDS
-from ppl_bnn.bench.cell import Cell, merge_model, weight_prior
+from ppl_bnn.bench.cell import Cell, contestant_label, merge_model, weight_prior
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
 from ppl_bnn.bench.schema import (
     SuiteError,
@@ -115,6 +115,7 @@ from ppl_bnn.bench.schema import (
     check_name,
     check_open_unit,
     check_options,
+    check_selection,
     check_text,
     check_timeout,
 )
@@ -243,7 +244,12 @@ class Suite:
             data_dir: Where split counts of ``splits = "all"`` datasets are read from.
             only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets (a
                 ``dataset`` set may name a variant as ``mnist/lenet5``).
+
+        Raises:
+            SuiteError: ``only`` names a value the suite has not (:meth:`selectable`); values
+                that all exist but that no cell combines select no cell.
         """
+        check_selection(self.name, only, self.selectable())
         out = []
         for entry, split in self._splits(max_splits, data_dir):
             for method in self.methods:
@@ -268,9 +274,10 @@ class Suite:
             only: As for :meth:`cells`; only its ``dataset`` set applies, since a reference
                 serves every method and backend.
         """
+        datasets = (only or {}).get("dataset")
+        check_selection(self.name, {"dataset": datasets or set()}, self.selectable())
         if self.reference is None:
             return []
-        datasets = (only or {}).get("dataset")
         return [
             ReferenceJob(
                 self._reference_cell(entry, split, self.reference),
@@ -280,6 +287,16 @@ class Suite:
             for entry, split in self._splits(max_splits, data_dir)
             if not datasets or entry.name in datasets or entry.label in datasets
         ]
+
+    def selectable(self) -> dict[str, set[str]]:
+        """What ``only`` may name (see :meth:`cells`): every dataset's name and label, every
+        method and tuned contestant (``map (tuned)``), every backend."""
+        return {
+            "dataset": {e.name for e in self.datasets} | {e.label for e in self.datasets},
+            "method": set(self.methods)
+            | {contestant_label(m, True) for e in self.datasets for m in e.tune},
+            "backend": set(self.backends),
+        }
 
     def _splits(
         self, max_splits: int | None, data_dir: str | Path | None

@@ -51,6 +51,8 @@ def test_shipped_perf_suite_expands_into_uniquely_named_probes():
     assert {(500, 50), (5000, 50), (50000, 50), (500, 10), (500, 200)} == scaling
     only_pyro = suite.cells(only={"backend": {"pyro"}})
     assert only_pyro and all(p.backend == "pyro" for p in only_pyro)
+    with pytest.raises(SuiteError, match=r"--backends: unknown backend 'PYRO'; .*numpyro, pyro"):
+        suite.cells(only={"backend": {"PYRO"}})
     # fit's SVI starts where NumPyro's own AutoNormal does, not from a MAP warm start.
     (overhead,) = (p for p in probes if p.kind == "overhead")
     assert overhead.params["svi"] == {"num_steps": 3000, "init_loc": "uniform"}

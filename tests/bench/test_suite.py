@@ -106,6 +106,32 @@ def test_filters_and_split_limit() -> None:
         suite.cells(max_splits=0)
 
 
+@pytest.mark.parametrize(
+    ("only", "message"),
+    [
+        ({"method": {"mapp"}}, r"--methods: unknown method 'mapp'; suite 'tiny' has nuts, svi$"),
+        ({"backend": {"PYRO"}}, r"--backends: unknown backend 'PYRO'; .* numpyro, pyro$"),
+        ({"dataset": {"sine", "nosuch"}}, r"--datasets: unknown dataset 'nosuch'; .* digits, sine"),
+    ],
+)
+def test_a_filter_naming_nothing_of_the_suite_is_refused(only: dict, message: str) -> None:
+    suite = parse_suite(RAW)
+    with pytest.raises(SuiteError, match=message):
+        suite.cells(only=only)
+    if "dataset" in only:
+        with pytest.raises(SuiteError, match=message):
+            suite.references(only=only)
+
+
+def test_a_filter_of_known_values_may_select_a_tuned_contestant_or_no_cell() -> None:
+    tuned = {"map": {"num_steps": 15, "tune": {"grid": {"num_steps": [10, 20]}}}}
+    suite = parse_suite(_suite(methods={**RAW["methods"], **tuned}))
+    assert {c.contestant for c in suite.cells(only={"method": {"map (tuned)"}})} == {"map (tuned)"}
+    # digits excludes nuts on pyro: each value is the suite's, but no cell has all three.
+    suite = parse_suite(RAW)
+    assert suite.cells(only={"dataset": {"digits"}, "method": {"nuts"}, "backend": {"pyro"}}) == []
+
+
 def test_config_hash_tracks_what_determines_the_result() -> None:
     cell = Cell(suite="s", dataset="sine", split=0, method="svi", backend="numpyro", seed=0)
     same = Cell(
