@@ -33,6 +33,19 @@ def _csv(text: str) -> set[str]:
     return {part.strip() for part in text.split(",") if part.strip()}
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a positive integer (left out, one per core; 0 is no shorthand for that)."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive integer (leave it out for one per core), got {text!r}"
+        )
+    return jobs
+
+
 def _results_dir(args: argparse.Namespace) -> Path:
     return Path(args.reports_dir) / args.suite_name
 
@@ -162,7 +175,7 @@ def _fetch(args: argparse.Namespace) -> int:
 def _add_run_args(parser: argparse.ArgumentParser, jobs_help: str) -> None:
     """What ``bench`` and ``reference`` share: data, selection, jobs and the reference cache."""
     parser.add_argument("--data-dir", default=None, help="data directory (default: $PPL_BNN_DATA)")
-    parser.add_argument("--jobs", type=int, default=None, help=jobs_help)
+    parser.add_argument("--jobs", type=_jobs, default=None, help=jobs_help)
     parser.add_argument("--splits", type=int, default=None, help="only the first K splits")
     parser.add_argument(
         "--datasets",

@@ -10,7 +10,8 @@ import pytest
 
 from ppl_bnn import cli
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
-from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary
+from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary, run_suite
+from ppl_bnn.bench.suite import parse_suite
 from ppl_bnn.cli import build_parser, main
 from tests.data.conftest import DEFAULT_SHARED_DATA
 
@@ -245,3 +246,24 @@ def test_bench_says_when_known_filter_values_select_no_cell(
         assert main([*args, "--datasets", "gap", "--methods", "map"]) == 0
     said = "tiny: the suite has each value of --datasets gap --methods map, but no cell combines"
     assert said in caplog.text
+
+
+@pytest.mark.parametrize("command", ["bench", "reference"])
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_jobs_that_are_not_a_positive_integer_are_refused(
+    capsys: pytest.CaptureFixture[str], command: str, jobs: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--jobs", jobs])
+    assert exited.value.code == 2
+    said = (
+        f"argument --jobs: must be a positive integer (leave it out for one per core), got '{jobs}'"
+    )
+    assert said in capsys.readouterr().err
+
+
+def test_run_suite_refuses_zero_jobs_before_making_a_folder(tmp_path: Path) -> None:
+    suite = parse_suite({"name": "tiny", "datasets": [{"name": "sine"}], "methods": {"svi": {}}})
+    with pytest.raises(ValueError, match=r"jobs must be a positive integer .*one per core.*got 0"):
+        run_suite(suite, tmp_path / "tiny", jobs=0)
+    assert not (tmp_path / "tiny").exists()

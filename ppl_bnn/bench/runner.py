@@ -322,8 +322,17 @@ def _executor(jobs: int | None, dask_address: str | None) -> tuple[Any, int | No
     the jobs to hand it at once (None: every job, for Dask to schedule)."""
     if dask_address:
         return dask_executor(dask_address), None, None
-    jobs = jobs or cpu_count()
+    jobs = cpu_count() if jobs is None else jobs
     return local_executor(jobs), max(1, cpu_count() // jobs), jobs
+
+
+def check_jobs(jobs: int | None) -> None:
+    """``ValueError`` unless ``jobs`` is None (one per core) or a positive integer: 0 is no
+    shorthand for the default."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(
+            f"jobs must be a positive integer (or left out: one per core), got {jobs!r}"
+        )
 
 
 def _sweep(
@@ -486,6 +495,7 @@ def run_suite(
         on_progress: Called, in this thread, whenever a reference or a group of cells has
             finished, with the datasets of those cells (e.g. to render the report so far).
     """
+    check_jobs(jobs)
     if suite.kind == "perf":
         # Probes time things: by default one at a time, each with every core to itself.
         if dask_address:
@@ -493,14 +503,14 @@ def run_suite(
                 f"{suite.name} is a performance suite: its probes time this machine, so they run "
                 "locally (drop --dask-address)"
             )
-        if (jobs or 1) > 1:
+        if jobs is not None and jobs > 1:
             logger.warning(
                 "%s: %d performance probes at once measure each other's load; the figures are "
                 "only comparable with --jobs 1 (the default for performance suites)",
                 suite.name,
                 jobs,
             )
-        jobs = jobs or 1
+        jobs = 1 if jobs is None else jobs
     check_selection(suite.name, only, suite.selectable())  # a typo, before any folder is made
     start = now()
     results = Path(results_dir)
@@ -586,6 +596,7 @@ def run_references(
     """
     if suite.reference is None:
         raise ValueError(f"suite {suite.name!r} has no [reference] table: nothing to compute")
+    check_jobs(jobs)
     start = now()
     root = cache_root(reference_dir)
     clean_staging(root)
