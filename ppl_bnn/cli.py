@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ppl_bnn.bench import load_suite, run_suite
@@ -94,14 +95,8 @@ def _bench(args: argparse.Namespace) -> int:
         if live is not None:
             live.close()
     _log_references(summary)
-    logger.info(
-        "%s: %s; %d skipped as already done; %.0f s",
-        suite.name,
-        ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "no cells",
-        summary.skipped,
-        summary.wall_s,
-    )
-    ran = sum(summary.statuses.values()) - summary.skipped
+    logger.info("%s: %s; %.0f s", suite.name, _describe_cells(summary), summary.wall_s)
+    ran = sum(summary.ran.values())
     computed = [r for r in summary.references if r.source == "computed"]
     if args.no_report:
         pass
@@ -118,6 +113,20 @@ def _bench(args: argparse.Namespace) -> int:
         logger.error("cells that failed or timed out: %s", ", ".join(summary.failed_cells))
         return 1
     return 0
+
+
+def _describe_cells(summary: SweepSummary) -> str:
+    """``4 ok, 1 failed; 2 skipped as already done``: the cells that ran by status, then those
+    skipped (by status too where some of them are not ``ok``)."""
+
+    def counts(statuses: Counter) -> str:
+        return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+
+    if not summary.statuses:
+        return "no cells"
+    kept = summary.skipped_statuses
+    line = f"{counts(summary.ran) or 'no cell ran'}; {summary.skipped} skipped as already done"
+    return f"{line} ({counts(kept)})" if set(kept) - {"ok"} else line
 
 
 def _log_references(summary: SweepSummary) -> None:

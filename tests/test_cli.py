@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -204,12 +205,14 @@ def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone
     with caplog.at_level(logging.INFO):
         assert main(args) == 0
     assert "tiny: 1 cells, 0 to run, 1 already done" in caplog.text
+    assert "tiny: no cell ran; 1 skipped as already done; " in caplog.text
     assert "nothing ran: the report" in caplog.text and index.stat().st_mtime_ns == rendered
     suite.write_text(TINY_SUITE.replace("NAME", "tiny") + "[methods.map]\nnum_steps = 20\n")
     caplog.clear()
     with caplog.at_level(logging.INFO):
         assert main(args) == 0
     assert "tiny: 2 cells, 1 to run, 1 already done" in caplog.text
+    assert "tiny: 1 ok; 1 skipped as already done; " in caplog.text  # not "2 ok"
     assert "nothing ran" not in caplog.text and index.stat().st_mtime_ns > rendered
     assert "map" in index.read_text(encoding="utf-8")
 
@@ -267,3 +270,17 @@ def test_run_suite_refuses_zero_jobs_before_making_a_folder(tmp_path: Path) -> N
     with pytest.raises(ValueError, match=r"jobs must be a positive integer .*one per core.*got 0"):
         run_suite(suite, tmp_path / "tiny", jobs=0)
     assert not (tmp_path / "tiny").exists()
+
+
+def test_the_sweep_summary_counts_skipped_cells_apart_from_those_that_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    summary = SweepSummary(
+        statuses=Counter(ok=5, failed=1),
+        skipped_statuses=Counter(ok=1, failed=1),
+        failed_cells=["kept-failed"],
+    )
+    monkeypatch.setattr(cli, "run_suite", lambda suite, results, **kwargs: summary)
+    with caplog.at_level(logging.INFO):
+        assert main(["bench", "--reports-dir", str(tmp_path), "--no-report"]) == 1
+    assert "default: 4 ok; 2 skipped as already done (1 failed, 1 ok); " in caplog.text

@@ -111,14 +111,24 @@ class _PendingReference:
 
 @dataclass
 class SweepSummary:
-    """What a sweep did: counts of cells by status, cells skipped as already done, wall time,
-    and every reference job's outcome."""
+    """What a sweep did: counts of cells by status (all of them, and those skipped as already
+    done), wall time, and every reference job's outcome."""
 
     statuses: Counter = field(default_factory=Counter)
-    skipped: int = 0
+    skipped_statuses: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
     failed_cells: list[str] = field(default_factory=list)
     references: list[ReferenceOutcome] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        """Cells skipped as already done (their stored record kept)."""
+        return sum(self.skipped_statuses.values())
+
+    @property
+    def ran(self) -> Counter:
+        """Counts by status of the cells this sweep ran (skipped ones left out)."""
+        return self.statuses - self.skipped_statuses
 
     @property
     def ok(self) -> bool:
@@ -530,9 +540,10 @@ def run_suite(
             )
         configs = current_configs(suite, data_dir)
         todo, kept = plan(cells, cells_dir, rerun_failed=rerun_failed, force=force)
-        summary = SweepSummary(skipped=len(kept))
+        summary = SweepSummary()
         for record in kept:
             summary.statuses[record["status"]] += 1
+            summary.skipped_statuses[record["status"]] += 1
             if record["status"] in FAILED:
                 summary.failed_cells.append(record["cell_id"])
         root = cache_root(reference_dir)
