@@ -18,6 +18,7 @@ from ppl_bnn.bench.cell import base_method
 from ppl_bnn.methods import method_names
 from ppl_bnn.report import figures, pruning, refusal, stats, sweeps, tables, tuning
 from ppl_bnn.report.backends import backend_tables
+from ppl_bnn.report.background import Background
 from ppl_bnn.report.document import (
     BulletList,
     Document,
@@ -52,6 +53,7 @@ class _Builder:
     def __init__(self, results: SuiteResults) -> None:
         self.results = results
         self.failures: list[str] = []
+        self.loo: Background | None = None
 
     def safe(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
         """``fn(*args)``, or None (logged and listed in the report) if it raises."""
@@ -69,6 +71,8 @@ class _Builder:
 def build_document(results: SuiteResults) -> Document:
     """The whole report for ``results``: the Summary first, then the evidence."""
     b = _Builder(results)
+    # Started first, it runs on another core while the rest is built.
+    b.loo = Background("loo_compare", results, lambda: stats.loo_compare(results))
     b.safe("fidelity to the reference posteriors", with_fidelity, results)
     summary = b.safe("summary", summary_section, results)
     if summary is not None:
@@ -369,7 +373,8 @@ def _weight_frame(results: SuiteResults, cell_id: str) -> tuple[pd.DataFrame, bo
 def loo_section(b: _Builder) -> Section | None:
     """PSIS-LOO comparisons across methods."""
     results = b.results
-    compare = b.safe("PSIS-LOO comparison", stats.loo_compare, results)
+    loo = b.loo.result if b.loo is not None else lambda: stats.loo_compare(results)
+    compare = b.safe("PSIS-LOO comparison", loo)
     if compare is None or compare.empty:
         return None
     section = Section("Model comparison (PSIS-LOO)", "loo")
