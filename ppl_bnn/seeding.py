@@ -11,11 +11,22 @@ import hashlib
 
 import numpy as np
 
+#: The largest seed: a saved fit stores its seed as an unsigned 64-bit integer (netCDF/HDF5
+#: have no wider one), while :class:`numpy.random.SeedSequence` would take any non-negative int.
+MAX_SEED = 2**64 - 1
+
 
 def check_seed(seed: object) -> int:
-    """``seed`` as a non-negative int; ``ValueError`` otherwise."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    """``seed`` as an int from 0 to :data:`MAX_SEED`; ``ValueError`` otherwise."""
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, int | np.integer)
+        or not 0 <= seed <= MAX_SEED
+    ):
+        raise ValueError(
+            f"seed must be a non-negative integer below 2**64 (0 to {MAX_SEED}, what a saved "
+            f"fit can store), got {seed!r}"
+        )
     return int(seed)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -114,10 +116,16 @@ def test_invalid_option_values(
         fit(model, method, backend=backend, **options)
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, True, "0", None])
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0", None, 2**64, -(2**64), np.float64(3.0)])
 def test_bad_seed(model: BNN, seed: object) -> None:
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+    with pytest.raises(ValueError, match=r"seed must be .* \(0 to 18446744073709551615, what a"):
         fit(model, "svi", seed=seed)
+
+
+def test_the_largest_seed_fits_saves_and_loads(model: BNN, tmp_path: Path) -> None:
+    largest = 2**64 - 1
+    result = fit(model, "map", backend="pyro", jit=False, num_steps=2, seed=np.uint64(largest))
+    assert FitResult.load(result.save(tmp_path / "fit")).seed == largest
 
 
 @pytest.mark.parametrize("not_a_model", [None, "model", (np.zeros((3, 1)), np.zeros(3))])

@@ -11,14 +11,16 @@ from ppl_bnn.timing import union_length
 # --- seeding ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2**40, np.int64(7), np.uint32(3)])
+@pytest.mark.parametrize("seed", [0, 1, 2**40, 2**64 - 1, np.int64(7), np.uint32(3)])
 def test_check_seed_accepts_non_negative_ints(seed: object) -> None:
     out = check_seed(seed)
     assert out == int(seed)
     assert type(out) is int
 
 
-@pytest.mark.parametrize("seed", [-1, -(2**40), True, False, 1.5, 2.0, "3", None, np.int64(-2)])
+@pytest.mark.parametrize(
+    "seed", [-1, -(2**40), 2**64, True, False, 1.5, 2.0, "3", None, np.int64(-2)]
+)
 def test_check_seed_rejects(seed: object) -> None:
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
         check_seed(seed)
