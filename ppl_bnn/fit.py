@@ -41,7 +41,7 @@ def fit(
             ``"sgld"``, ``"sghmc"``, ``"csgld"`` or ``"csghmc"`` (see
             :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
-        seed: Non-negative integer; the same seed gives the same draws on CPU.
+        seed: An integer from 0 to 2**64 - 1; the same seed gives the same draws on CPU.
         validation: Held-out ``(x_val, y_val)``, checked as the training data are, for a method
             that records training curves (``svi``): its held-out log-likelihood is recorded at
             each checkpoint (:mod:`ppl_bnn.methods.curves`). It is never used to fit.
@@ -66,6 +66,7 @@ def fit(
         took, which ``timings["total"]`` includes.
 
     Raises:
+        ValueError: A ``seed`` that is no integer from 0 to 2**64 - 1 (what a saved fit stores).
         ValueError: ``validation`` for a method that records no training curve, or held-out
             data that do not fit the model (named ``x_val`` or ``y_val``).
         TypeError: ``validation`` that is not a pair.
