@@ -20,6 +20,7 @@ from ppl_bnn.model.scalars import is_number
 from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.model.validate import validate_inputs
 from ppl_bnn.predictive import Prediction, check_linearised_at, predictive_at
+from ppl_bnn.seeding import check_seed
 
 SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
@@ -317,6 +318,10 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     missing = [key for key in _META_KEYS if key not in meta]
     if missing:
         raise ResultFileError(f"{meta_path} lacks the key(s) {', '.join(map(repr, missing))}")
+    try:
+        check_seed(meta["seed"])
+    except ValueError as err:
+        raise ResultFileError(f"{meta_path}: bad 'seed': {err}") from err
     for place in meta.get("non_finite", []):
         try:
             *parents, last = place
@@ -358,13 +363,21 @@ def _read_idata(path: Path) -> dict[str, Any]:
 
 def _check_same_save(meta: dict[str, Any], attrs: Mapping[str, Any], path: Path) -> None:
     """``ResultFileError`` unless the netCDF file at ``path`` was saved with this ``fit.json``:
-    the save id (written by each save into every file) and what ran, where both record them."""
+    the save id (written by each save into every file) and what ran, where both record them.
+    Files of one save that disagree on what ran mean ``fit.json`` was changed after it."""
+    same_save = meta.get("save_id") is not None and attrs.get("save_id") == meta["save_id"]
     for key in ("save_id", "method", "backend", "seed"):
         if meta.get(key) is None or key not in attrs:  # written before save_id existed
             continue
-        if attrs.get(key) != meta[key]:
+        stored = attrs[key].item() if isinstance(attrs[key], np.generic) else attrs[key]
+        if stored != meta[key] and same_save:
             raise ResultFileError(
-                f"{path} holds the draws of another save ({key} {attrs.get(key)!r}, but "
+                f"{path.with_name(_META_FILE)}: {key!r} is {meta[key]!r}, but {path}, written by "
+                f"the same save, says {stored!r}: fit.json was changed after the save"
+            )
+        if stored != meta[key]:
+            raise ResultFileError(
+                f"{path} holds the draws of another save ({key} {stored!r}, but "
                 f"fit.json says {meta[key]!r}): the folder mixes two fits"
             )
 

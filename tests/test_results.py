@@ -240,6 +240,22 @@ def test_load_refuses_a_folder_that_mixes_two_saves(tiny, model, tmp_path):
         FitResult.load(first)
 
 
+@pytest.mark.parametrize("seed", ["two", -1, 1.5, 2**64, None, True])
+def test_load_names_a_bad_seed_in_fit_json(tiny, tmp_path, seed):
+    path = tiny.save(tmp_path / "fit")
+    _edit_meta(path, lambda meta: meta.update(seed=seed))
+    with pytest.raises(ResultFileError, match=r"fit.json: bad 'seed': seed must be a non-negative"):
+        FitResult.load(path)
+
+
+def test_load_says_fit_json_was_changed_when_its_seed_disagrees_with_its_own_save(tiny, tmp_path):
+    path = tiny.save(tmp_path / "fit")
+    _edit_meta(path, lambda meta: meta.update(seed=7))
+    said = r"fit.json: 'seed' is 7, but .*inference_data.nc, written by the same save, says 2: "
+    with pytest.raises(ResultFileError, match=said + "fit.json was changed after the save"):
+        FitResult.load(path)
+
+
 @pytest.mark.parametrize("key", ["method", "spec", "has_variational"])
 def test_load_names_a_missing_key_and_the_file(tiny, tmp_path, key):
     path = tiny.save(tmp_path / "fit")
