@@ -16,16 +16,18 @@ between the two renames leaves no final folder, and :func:`clean_staging` puts t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,8 @@ logger = logging.getLogger(__name__)
 _SEP = "~"
 #: Folder kinds beside a final folder: a staging folder, or the old contents moved aside.
 STAGE, OLD = "stage", "old"
+#: How HDF5 quotes the system's error inside its own message.
+_HDF5_SYSTEM_ERROR = re.compile(r"errno = (\d+), error message = '([^']*)'")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
@@ -184,6 +188,41 @@ def clean_staging(directory: Path, name: str | None = None) -> None:
         else:
             shutil.rmtree(path, ignore_errors=True)
             logger.debug("removed %s, left by a process that was killed", path)
+
+
+def system_error(err: BaseException) -> tuple[int, str] | None:
+    """The system's ``(errno, message)`` behind a failed file operation, where ``err`` or an
+    exception it was raised from or during has one: HDF5 buries it in its own message
+    (``Disable slist on flush dest failure failed (file write failed: ..., errno = 28, error
+    message = 'No space left on device', ...)``, which h5py raises as a ``RuntimeError`` or an
+    ``OSError``); an ``OSError`` carries it as its ``errno``. None where there is none."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        found = _HDF5_SYSTEM_ERROR.search(str(current))
+        if found:
+            return int(found[1]), found[2]
+        if isinstance(current, OSError) and current.errno:
+            return current.errno, os.strerror(current.errno)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+@contextlib.contextmanager
+def cause_first(what: str) -> Iterator[None]:
+    """Re-raise a failure of the block that has a system error behind it (see
+    :func:`system_error`; a full disk) as an ``OSError`` of that errno whose message leads with
+    the system's message, then ``what`` (what failed); the original is chained. Other errors
+    pass unchanged."""
+    try:
+        yield
+    except (OSError, RuntimeError) as err:
+        cause = system_error(err)
+        if cause is None:
+            raise
+        code, message = cause
+        raise OSError(code, f"{message}: {what}") from err
 
 
 def import_arviz() -> Any:

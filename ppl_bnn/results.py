@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.files import import_arviz, write_dir_atomic
+from ppl_bnn.files import cause_first, import_arviz, write_dir_atomic
 from ppl_bnn.methods import get_method
 from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.model.scalars import is_number
@@ -152,7 +152,9 @@ class FitResult:
         leaves ``path`` holding the complete earlier result, or the complete new one. An
         existing ``path`` is replaced only if it holds nothing but a saved fit's files.
         ``fit.json`` is strict JSON: a non-finite number is written as ``null`` and its place
-        listed under ``non_finite``.
+        listed under ``non_finite``. A write that fails for a system error (a full disk) raises
+        an ``OSError`` of that errno whose message leads with it (``No space left on device``),
+        not with HDF5's words for it (:func:`~ppl_bnn.files.cause_first`).
         """
         out = Path(path)
         _check_replaceable(out)
@@ -179,16 +181,20 @@ class FitResult:
         meta["non_finite"] = non_finite
         text = json.dumps(meta, indent=2, sort_keys=True, allow_nan=False)
 
+        netcdf: dict[str, Any] = {_IDATA_FILE: idata}
+        if self.variational is not None:
+            variational = _variational_dataset(self.variational)
+            netcdf[_VARIATIONAL_FILE] = variational.assign_attrs(save_id=save_id)
+        if self.linearised_at is not None:
+            linearised = _linearised_dataset(self.spec, self.linearised_at)
+            netcdf[_LINEARISED_FILE] = linearised.assign_attrs(save_id=save_id)
+
         def write(folder: Path) -> None:
-            idata.to_netcdf(str(folder / _IDATA_FILE), engine="h5netcdf")
-            if self.variational is not None:
-                dataset = _variational_dataset(self.variational)
-                dataset.attrs["save_id"] = save_id
-                dataset.to_netcdf(folder / _VARIATIONAL_FILE, engine="h5netcdf")
-            if self.linearised_at is not None:
-                dataset = _linearised_dataset(self.spec, self.linearised_at)
-                dataset.attrs["save_id"] = save_id
-                dataset.to_netcdf(folder / _LINEARISED_FILE, engine="h5netcdf")
+            for name, data in netcdf.items():
+                # A full disk: "No space left on device" first, not HDF5's own words for it.
+                failed = f"cannot save the fit to {out} (writing {name}); {out} is left as it was"
+                with cause_first(failed):
+                    data.to_netcdf(str(folder / name), engine="h5netcdf")
             (folder / _META_FILE).write_text(text)
 
         return write_dir_atomic(out, write)

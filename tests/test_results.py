@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
 import shutil
+from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -274,6 +277,64 @@ def test_save_never_replaces_a_folder_holding_other_files(tiny, tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(FileExistsError, match="exists and is not a folder"):
         tiny.save(tmp_path / "file")
+
+
+#: What h5py raises when a netCDF write meets a full disk (the message spans two lines).
+HDF5_FULL = (
+    "Disable slist on flush dest failure failed (file write failed: time = Thu Nov 26 2026\n, "
+    "filename = 'x.nc', file descriptor = 3, errno = 28, error message = 'No space left on "
+    "device', buf = 0x55, total write size = 418, bytes this sub-write = 418, offset = 28672)"
+)
+
+
+def _runtime_error_from_enospc() -> RuntimeError:
+    try:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError as err:
+        try:
+            raise RuntimeError("Disable slist on flush dest failure failed") from err
+        except RuntimeError as outer:
+            return outer
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RuntimeError(HDF5_FULL),
+        lambda: OSError(errno.ENOSPC, "Can't close file (" + HDF5_FULL.split("(", 1)[1]),
+        _runtime_error_from_enospc,
+    ],
+    ids=["runtime-error", "os-error", "chained"],
+)
+def test_save_on_a_full_disk_leads_with_the_cause_and_keeps_the_earlier_fit(
+    tiny, model, tmp_path, monkeypatch, make
+):
+    path = tiny.save(tmp_path / "fit")
+    newer = fit(model, "map", backend="pyro", seed=3, jit=False, num_steps=2)
+
+    def full_disk(self, filename, **kwargs):
+        Path(filename).write_bytes(b"\x89HDF\r\n")  # what was written before the disk filled
+        raise make()
+
+    monkeypatch.setattr(az.InferenceData, "to_netcdf", full_disk)
+    said = r"^\[Errno 28\] No space left on device: cannot save the fit to .*fit \(writing "
+    with pytest.raises(OSError, match=said + r"inference_data.nc\); .* left as it was$") as err:
+        newer.save(path)
+    assert err.value.errno == errno.ENOSPC and err.value.__cause__ is not None
+    monkeypatch.undo()
+    kept = FitResult.load(path)
+    assert (kept.method, kept.seed) == ("svi", 2)
+    np.testing.assert_array_equal(kept.draws["w0"], tiny.draws["w0"])
+    assert [p.name for p in tmp_path.iterdir()] == ["fit"]  # no staging folder left behind
+
+
+def test_save_passes_on_an_error_without_a_system_cause(tiny, tmp_path, monkeypatch):
+    def broken(self, filename, **kwargs):
+        raise RuntimeError("Unable to create attribute (bad value)")
+
+    monkeypatch.setattr(az.InferenceData, "to_netcdf", broken)
+    with pytest.raises(RuntimeError, match=r"^Unable to create attribute \(bad value\)$"):
+        tiny.save(tmp_path / "fit")
 
 
 def test_save_over_a_saved_fit_replaces_it_whole(tiny, model, tmp_path):
