@@ -16,6 +16,8 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests", "lint"]
 
 PYTHON = "3.11"
+#: Seconds ``ppl-bnn bench`` gets to stop after a Ctrl-C before nox terminates it.
+INTERRUPT_S = 20.0
 DATA_DIR_DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared", "data")
 
 
@@ -65,7 +67,11 @@ def bench(session: nox.Session) -> None:
     offline ``default`` suite); arguments after ``--`` go to ``ppl-bnn bench``, e.g.
     ``nox -s bench -- --suite uci --data-dir ../shared/data --splits 2``."""
     session.install("-e", ".")
-    session.run("ppl-bnn", "bench", *session.posargs, env=_data_env())
+    # A Ctrl-C reaches ppl-bnn too: give it the seconds it needs to stop its cells and exit 130
+    # (nox's default is to terminate it after 0.3 s).
+    session.run(
+        "ppl-bnn", "bench", *session.posargs, env=_data_env(), interrupt_timeout=INTERRUPT_S
+    )
 
 
 @nox.session(python=PYTHON)

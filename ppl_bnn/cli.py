@@ -269,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         logger.error("%s", err)
         return 2
+    except KeyboardInterrupt:
+        # What finished is on disk; what was running left nothing behind.
+        logger.warning("interrupted: finished results are kept; run the same command to resume")
+        return 130
 
 
 if __name__ == "__main__":

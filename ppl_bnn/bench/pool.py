@@ -20,6 +20,11 @@ devices (NumPyro's parallel chains). A cell runs on an idle worker of its profil
 one. Idle workers are kept in this process (:func:`acquire`, :func:`release`), so every sweep
 that this process runs, and every Dask task on one Dask worker, reuses them; they exit with it.
 
+A Ctrl-C ends a sweep at once: :func:`interrupt` kills every worker of this process, busy or
+idle; a task whose worker was killed so raises :class:`Interrupted` (not a lost cell: it leaves
+no record, and a resumed sweep runs it again), and no new worker starts until
+:func:`allow_work` (the start of the next sweep).
+
 The protocol: one JSON line per task on the worker's stdin, one JSON line back per task on a
 pipe of its own (so nothing a library prints can mix with it), written after the cell's record.
 The worker's stdout goes nowhere and its stderr to a file, whose part written during a cell
@@ -100,6 +105,10 @@ class WorkerLost(RuntimeError):
         self.stderr = stderr
 
 
+class Interrupted(Exception):
+    """The task's worker was ended by :func:`interrupt` (a Ctrl-C), not by the task."""
+
+
 class WarmWorker:
     """One worker process; see the module docstring. Not thread-safe: one task at a time."""
 
@@ -152,7 +161,12 @@ class WarmWorker:
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died between tasks: the reply pipe says so below
-        return self._reply(timeout_s, "running a cell")
+        try:
+            return self._reply(timeout_s, "running a cell")
+        except WorkerLost as lost:
+            if _interrupted.is_set():
+                raise Interrupted("the sweep was interrupted") from lost
+            raise
 
     def _reply(self, timeout_s: float, doing: str, cell_timeout: bool = True) -> dict[str, Any]:
         offset = self._stderr.seek(0, os.SEEK_END)
@@ -174,7 +188,7 @@ class WarmWorker:
     def _lost(self, what: str, offset: int, *, timed_out: bool, died: bool) -> WorkerLost:
         """Kill the worker (if it still runs) and describe how it was lost (``died``: by itself,
         with an exit status worth naming)."""
-        self._end_group()
+        self.end()
         self._stderr.seek(offset)
         stderr = self._stderr.read().decode(errors="replace")[-STDERR_TAIL:]
         self._close()
@@ -197,10 +211,12 @@ class WarmWorker:
 
     def kill(self) -> None:
         """End the worker and everything it started, now."""
-        self._end_group()
+        self.end()
         self._close()
 
-    def _end_group(self) -> None:
+    def end(self) -> None:
+        """Kill the worker and everything it started (the thread running its task notices its
+        reply pipe close)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
@@ -240,14 +256,41 @@ def _memory_ceiling() -> float:
 
 
 class _Idle:
-    """This process's idle workers."""
+    """This process's idle workers, and those running a task (``busy``)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.workers: list[WarmWorker] = []
+        self.busy: set[WarmWorker] = set()
 
 
 _idle = _Idle()
+#: Set by :func:`interrupt`, cleared by :func:`allow_work`.
+_interrupted = threading.Event()
+
+
+def interrupt() -> None:
+    """End every worker of this process now, busy or idle (a Ctrl-C): their tasks raise
+    :class:`Interrupted`, and no worker starts until :func:`allow_work`."""
+    _interrupted.set()
+    with _idle.lock:
+        busy, idle = list(_idle.busy), _idle.workers
+        _idle.workers = []
+    for worker in busy:
+        # Only the signal: the thread waiting on its reply pipe sees it close and cleans up.
+        worker.end()
+    for worker in idle:
+        worker.kill()
+
+
+def allow_work() -> None:
+    """Let workers start again after :func:`interrupt` (a new sweep)."""
+    _interrupted.clear()
+
+
+def _check_not_interrupted() -> None:
+    if _interrupted.is_set():
+        raise Interrupted("the sweep was interrupted")
 
 
 def acquire(profile: Profile) -> WarmWorker:
@@ -257,6 +300,7 @@ def acquire(profile: Profile) -> WarmWorker:
     seeds of one program one after another runs them in one worker, where the first seed's
     compiled programs are still in memory, and a cell that runs anywhere does not take the
     worker another profile's cells are waiting for."""
+    _check_not_interrupted()
     thread = threading.get_ident()
     exact = profile.host_devices or 1
     with _idle.lock:
@@ -295,11 +339,19 @@ def borrowed(profile: Profile, *, new: bool = False) -> Iterator[WarmWorker]:
     """A worker for the ``with`` block: one of this process's pool, given back afterwards (a
     killed one is not kept), or, with ``new``, one started for the block alone and stopped
     after it."""
+    _check_not_interrupted()
     worker = WarmWorker(profile) if new else acquire(profile)
+    with _idle.lock:
+        _idle.busy.add(worker)
     try:
+        if _interrupted.is_set():  # interrupted while it started: it was not yet busy
+            worker.kill()
+            raise Interrupted("the sweep was interrupted")
         yield worker
     finally:
-        if new:
+        with _idle.lock:
+            _idle.busy.discard(worker)
+        if new or _interrupted.is_set():
             worker.stop()
         else:
             release(worker)

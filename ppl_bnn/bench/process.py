@@ -112,6 +112,11 @@ def run_cell_process(
     task.update(jax_cache=jax_cache, fit_store=fit_store)
     try:
         record = _run_on_worker(cell, task, cell_profile(cell, threads))
+    except pool.Interrupted:
+        logger.debug("%s: interrupted", cell.cell_id)
+        # Not a result: no record, and a resumed sweep runs the cell again.
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     except WorkerLost as lost:
         record = _lost_record(cell, lost, started, threads)
         write_record(staging, record)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ppl_bnn.bench import pool
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.environment import environment, timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
@@ -366,31 +367,58 @@ def _sweep(
     always the first in the suite's order that may start: a group that starts from another's
     shared runs (:func:`_after`) may start once that one has finished, and then goes before the
     groups that come after it in the suite, not to the end of the queue."""
+    pool.allow_work()
     with executor_cm as executor, _progress(len(references) + len(cells)) as bar:
-        futures: dict[Future, _PendingReference | list[Cell]] = {}
-        for job in references:
-            futures[_submit_reference(executor, job, root, **process)] = job
-        store = None if results is None else str(results / FITS_DIR)
-        groups = program_groups(cells)
-        after = _after(groups)
-        held: dict[int, list[int]] = {}  # a group's index -> the groups that start from it
-        for i, j in after.items():
-            held.setdefault(j, []).append(i)
-        ready = [i for i in range(len(groups)) if i not in after]  # in the suite's order
-        index: dict[Future, int] = {}
-        pending = set(futures)
-        while pending or ready:
-            while ready and (in_flight is None or len(pending) < in_flight):
-                i = ready.pop(0)
-                tasks = [(cell.to_dict(), str(out_dir)) for cell, out_dir in groups[i]]
-                future = executor.submit(run_cells_process, tasks, fit_store=store, **process)
-                futures[future], index[future] = [c for c, _ in groups[i]], i
-                pending.add(future)
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                # The groups that start from this one's runs, now in the store.
-                ready = sorted(ready + held.pop(index.get(future, -1), []))
-                _record(future, futures[future], summary, bar, root, results, on_progress)
+        try:
+            _schedule(executor, references, cells, summary, bar, root=root, results=results,
+                      on_progress=on_progress, in_flight=in_flight, **process)  # fmt: skip
+        except KeyboardInterrupt:
+            # A Ctrl-C: nothing more starts, the cells running now end within a second (their
+            # workers are killed; they leave no record, so a resumed sweep runs them again),
+            # and what finished stays.
+            logger.warning("interrupted: stopping the running cells")
+            pool.interrupt()
+            raise
+
+
+def _schedule(
+    executor: Executor,
+    references: list[_PendingReference],
+    cells: list[tuple[Cell, Path]],
+    summary: SweepSummary,
+    bar: Any,
+    *,
+    root: Path,
+    results: Path | None,
+    on_progress: Callable[[list[str]], None] | None,
+    in_flight: int | None,
+    **process: Any,
+) -> None:
+    """:func:`_sweep`'s loop: hand jobs to ``executor`` and record them as they finish."""
+    futures: dict[Future, _PendingReference | list[Cell]] = {}
+    for job in references:
+        futures[_submit_reference(executor, job, root, **process)] = job
+    store = None if results is None else str(results / FITS_DIR)
+    groups = program_groups(cells)
+    after = _after(groups)
+    held: dict[int, list[int]] = {}  # a group's index -> the groups that start from it
+    for i, j in after.items():
+        held.setdefault(j, []).append(i)
+    ready = [i for i in range(len(groups)) if i not in after]  # in the suite's order
+    index: dict[Future, int] = {}
+    pending = set(futures)
+    while pending or ready:
+        while ready and (in_flight is None or len(pending) < in_flight):
+            i = ready.pop(0)
+            tasks = [(cell.to_dict(), str(out_dir)) for cell, out_dir in groups[i]]
+            future = executor.submit(run_cells_process, tasks, fit_store=store, **process)
+            futures[future], index[future] = [c for c, _ in groups[i]], i
+            pending.add(future)
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            # The groups that start from this one's runs, now in the store.
+            ready = sorted(ready + held.pop(index.get(future, -1), []))
+            _record(future, futures[future], summary, bar, root, results, on_progress)
 
 
 def _record(

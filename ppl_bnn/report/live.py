@@ -81,15 +81,23 @@ class LiveReport:
         )
 
     def close(self) -> None:
-        """Stop a render still running (the sweep's final render replaces it)."""
+        """Stop a render still running, and the process it started (the sweep's final render
+        replaces it)."""
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self._proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                self._signal(signal.SIGKILL)
                 self._proc.wait()
         self._proc = None
+
+    def _signal(self, number: int) -> None:
+        """Send ``number`` to the render's process group (its own session: it and its
+        second process, :mod:`ppl_bnn.report.background`)."""
+        assert self._proc is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, number)
 
 
 def main(argv: list[str] | None = None) -> int:
