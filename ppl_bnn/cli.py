@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from ppl_bnn.bench import load_suite, run_suite
-from ppl_bnn.bench.runner import SweepSummary, run_references
+from ppl_bnn.bench.runner import SweepSummary, current_configs, run_references
 from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.data import fetch, resolve_data_dir
@@ -105,14 +105,18 @@ def _bench(args: argparse.Namespace) -> int:
                     results / "index.html")  # fmt: skip
     else:
         _render(results)
+    failed = False
     if summary.failed_references:
-        # A missing reference loses the comparisons with it, not the cells' results.
-        logger.warning("references that failed or timed out: %s",
-                       ", ".join(summary.failed_references))  # fmt: skip
+        # A missing reference loses the comparisons with it, not the cells' results; the sweep
+        # still did not do all it was asked to (status 1, as for a failed cell).
+        logger.error("references that failed or timed out: %s (their fidelity comparisons are "
+                     "missing; --rerun-failed tries them again)",
+                     ", ".join(summary.failed_references))  # fmt: skip
+        failed = True
     if not summary.ok:
         logger.error("cells that failed or timed out: %s", ", ".join(summary.failed_cells))
-        return 1
-    return 0
+        failed = True
+    return 1 if failed else 0
 
 
 def _describe_cells(summary: SweepSummary) -> str:
@@ -161,16 +165,23 @@ def _render(results: Path) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    configs = None
     try:
-        args.suite_name = load_suite(args.suite).name
+        suite = load_suite(args.suite)
     except SuiteError:
         args.suite_name = check_name(f"--suite {args.suite}", Path(args.suite).stem)
+    else:
+        args.suite_name = suite.name
+        # The stored cells are checked against the suite file as it is now, not as it last ran.
+        hashes = current_configs(suite, str(resolve_data_dir(None)))
+        configs = None if hashes is None else (hashes, f"{args.suite}, as it is now")
     results = _results_dir(args)
     if not (results / "cells").is_dir():
         logger.error("no stored results in %s: run `ppl-bnn bench --suite %s` first", results,
                      args.suite)  # fmt: skip
         return 2
-    _render(results)
+    index = render_report(results, configs=configs)
+    logger.info("report written to %s", index)
     return 0
 
 

@@ -232,3 +232,20 @@ def import_arviz() -> Any:
         import arviz
 
     return arviz
+
+
+def netcdf_problem(path: Path) -> str | None:
+    """What is wrong with the netCDF file at ``path`` (missing, unreadable, truncated, empty),
+    or None. HDF5 checks the file's length against the one its superblock records when it
+    opens it, so a truncated file is found here without reading it through."""
+    import h5py
+
+    if not path.is_file():
+        return "is missing"
+    try:
+        with h5py.File(path, "r") as handle:
+            if not list(handle.keys()):
+                return "holds no data"
+    except (OSError, ValueError) as err:
+        return f"is unreadable ({type(err).__name__}: {err})"
+    return None

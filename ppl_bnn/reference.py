@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -43,8 +44,10 @@ from typing import Any
 import numpy as np
 
 from ppl_bnn.data import Dataset
-from ppl_bnn.files import write_atomic
+from ppl_bnn.files import netcdf_problem, write_atomic
 from ppl_bnn.versions import library_versions
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CACHE_FORMAT",
@@ -91,6 +94,10 @@ KEY_VERSIONS = ("numpyro", "jax", "jaxlib")
 #: Statuses of a run that produced draws; ``failed``, ``timeout`` and ``infeasible`` did not.
 _FIT_STATUSES = ("ok", "diverged")
 _RETRIED_STATUSES = ("failed", "timeout")
+#: Statuses of a reference that has predictions.
+_FITTED_STATUSES = ("ok", "diverged")
+#: A cell's predictions file (a reference's cache entry is a cell's folder).
+PREDICTIONS_FILE = "predictions.nc"
 
 
 @dataclass(frozen=True)
@@ -293,9 +300,18 @@ def read_reference(directory: Path) -> dict[str, Any] | None:
 
 def cached_reference(root: Path, key: str, *, rerun_failed: bool = False) -> dict[str, Any] | None:
     """The cached ``reference.json`` under ``key``, or None when it must be computed: there is no
-    entry, or it failed or timed out and ``rerun_failed`` asks for another try."""
-    document = read_reference(Path(root) / key)
+    entry, it failed or timed out and ``rerun_failed`` asks for another try, or it is damaged
+    (a fit whose ``predictions.nc`` is missing, unreadable or truncated: verified on every
+    read, as a sweep verifies its cells)."""
+    entry = Path(root) / key
+    document = read_reference(entry)
     if document is None or (rerun_failed and document["status"] in _RETRIED_STATUSES):
+        return None
+    if document["status"] in _FITTED_STATUSES and (
+        reason := netcdf_problem(entry / PREDICTIONS_FILE)
+    ):
+        logger.warning("cached reference %s: %s %s: computing it again", key, PREDICTIONS_FILE,
+                       reason)  # fmt: skip
         return None
     return document
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,7 @@ def test_reference_command_computes_then_reuses(
     assert "bostonHousing" not in caplog.text
 
 
-def test_bench_passes_reference_flags_and_does_not_fail_on_a_reference(
+def test_bench_passes_reference_flags_and_a_failed_reference_is_a_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls: list[dict] = []
@@ -116,18 +117,20 @@ def test_bench_passes_reference_flags_and_does_not_fail_on_a_reference(
 
     def fake_run_suite(suite, results, **kwargs):
         calls.append(kwargs)
-        return SweepSummary(references=[failed])
+        return SweepSummary(references=[failed] if kwargs["references"] else [])
 
     monkeypatch.setattr(cli, "run_suite", fake_run_suite)
     base = ["bench", "--reports-dir", str(tmp_path), "--no-report"]
     with caplog.at_level(logging.INFO):
-        assert main([*base, "--reference-dir", str(tmp_path / "refs")]) == 0
+        # The cells' results stand, but the sweep did not do all it was asked to.
+        assert main([*base, "--reference-dir", str(tmp_path / "refs")]) == 1
         assert main([*base, "--no-reference"]) == 0
     assert calls[0]["references"] and calls[0]["reference_dir"] == str(tmp_path / "refs")
     assert not calls[1]["references"] and calls[1]["reference_dir"] is None
     assert not calls[0]["wait"]
-    assert main([*base, "--wait"]) == 0 and calls[2]["wait"]
-    assert "WARNING" in caplog.text and "reference sine-split0: computed, timeout" in caplog.text
+    assert main([*base, "--wait"]) == 1 and calls[2]["wait"]
+    assert "reference sine-split0: computed, timeout" in caplog.text
+    assert "ERROR" in caplog.text
     assert "references that failed or timed out: sine-split0" in caplog.text
 
 
@@ -215,6 +218,14 @@ def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone
     assert "tiny: 1 ok; 1 skipped as already done; " in caplog.text  # not "2 ok"
     assert "nothing ran" not in caplog.text and index.stat().st_mtime_ns > rendered
     assert "map" in index.read_text(encoding="utf-8")
+    # `ppl-bnn report --suite FILE` checks the stored cells against FILE as it is now: the svi
+    # cell, stored with 50 steps, is of another configuration once the file says 60.
+    edited = TINY_SUITE.replace("NAME", "tiny").replace("num_steps = 50", "num_steps = 60")
+    suite.write_text(edited + "[methods.map]\nnum_steps = 20\n")
+    assert main(["report", "--suite", str(suite), "--reports-dir", str(reports)]) == 0
+    page = unescape(index.read_text(encoding="utf-8"))
+    stale = f"1 cell stored with another configuration than the suite's ({suite}, as it is now)"
+    assert stale in page
 
 
 @pytest.mark.parametrize(

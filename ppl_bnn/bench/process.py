@@ -24,7 +24,16 @@ from ppl_bnn.bench import pool
 from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.pool import Profile, WorkerLost
-from ppl_bnn.bench.record import COMPLETE, read_record, write_attempt, write_record
+from ppl_bnn.bench.record import (
+    COMPLETE,
+    RECORD_FILE,
+    REPLACED_DIR,
+    RecordError,
+    load_record,
+    read_record,
+    write_attempt,
+    write_record,
+)
 from ppl_bnn.bench.staging import install, share
 from ppl_bnn.files import staging_dir
 from ppl_bnn.runtime import cpu_count
@@ -49,6 +58,7 @@ def _finish(staging: Path, final: Path, record: dict[str, Any]) -> dict[str, Any
     ``kept``, the status of the result kept."""
     earlier = read_record(final) if record["status"] not in COMPLETE else None
     if earlier is None or earlier.get("status") not in COMPLETE:
+        _keep_unreadable_record(final, staging)
         install(staging, final)
         return record
     record = {**record, "kept": earlier["status"]}
@@ -59,6 +69,23 @@ def _finish(staging: Path, final: Path, record: dict[str, Any]) -> dict[str, Any
         earlier["status"],
     )  # fmt: skip
     return record
+
+
+def _keep_unreadable_record(final: Path, staging: Path) -> None:
+    """A ``record.json`` in ``final`` that this version cannot read (from a newer schema, or
+    damaged) is copied into ``staging``'s ``replaced/`` before ``staging`` takes ``final``'s
+    place, and the copy is named in the log: nothing is overwritten unseen."""
+    path = final / RECORD_FILE
+    if not path.is_file():
+        return
+    try:
+        load_record(final)
+    except RecordError as err:
+        kept = staging / REPLACED_DIR / f"record-{int(path.stat().st_mtime)}.json"
+        kept.parent.mkdir(exist_ok=True)
+        shutil.copy2(path, kept)
+        logger.warning("%s: its stored %s is %s; it is kept as %s", final.name, RECORD_FILE,
+                       err.reason, kept.relative_to(staging))  # fmt: skip
 
 
 def cell_profile(cell: Cell | Probe, threads: int) -> Profile:

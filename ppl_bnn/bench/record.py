@@ -14,7 +14,9 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
 - ``predictions.nc``: predictive summaries at the test inputs (and on a grid for 1-D sets) in
   original units, out-of-distribution entropies and the loss trace;
 - ``attempts/<time>.json``, only where a rerun failed or timed out while the folder held a
-  complete (``ok`` or ``diverged``) result: that rerun's record, the result staying in place.
+  complete (``ok`` or ``diverged``) result: that rerun's record, the result staying in place;
+- ``replaced/record-<time>.json``, only where the cell ran again over a ``record.json`` this
+  version could not read (from a newer schema, or damaged): that file, kept.
 
 Every file is written atomically (temporary file, fsync, rename), the record last, so a record
 that exists describes files that are complete.
@@ -29,13 +31,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.files import write_atomic
+from ppl_bnn.files import netcdf_problem, write_atomic
+from ppl_bnn.reference import PREDICTIONS_FILE  # noqa: F401 - a cell's file names are all here
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"
 IDATA_FILE = "inference_data.nc"
-PREDICTIONS_FILE = "predictions.nc"
 ATTEMPTS_DIR = "attempts"
+#: Where a record this version cannot read is kept when its cell runs again.
+REPLACED_DIR = "replaced"
 STATUSES = ("ok", "failed", "timeout", "diverged")
 #: Statuses of a result (the method ran to its end, or broke down numerically: reproducible).
 COMPLETE = ("ok", "diverged")
@@ -101,6 +105,23 @@ def load_record(cell_dir: Path) -> dict[str, Any]:
     if not isinstance(record.get("cell_id"), str) or record.get("status") not in STATUSES:
         raise RecordError(path, "no cell_id or no valid status")
     return record
+
+
+def record_problem(cell_dir: Path, record: Mapping[str, Any]) -> str | None:
+    """Why a record whose status says the cell is done (:data:`COMPLETE`) is not a whole
+    result, or None: an ``ok`` record without its metrics, or a file it lists that is missing,
+    unreadable or truncated (``cell_dir``: the folder the files are in)."""
+    if record.get("status") not in COMPLETE:
+        return None
+    if record.get("status") == "ok" and not (
+        isinstance(record.get("metrics"), dict) and record["metrics"]
+    ):
+        return "its record says ok but holds no metrics"
+    files = record.get("files")
+    for name in files.values() if isinstance(files, dict) else ():
+        if reason := netcdf_problem(Path(cell_dir) / str(name)):
+            return f"{name} {reason}"
+    return None
 
 
 def read_record(cell_dir: Path) -> dict[str, Any] | None:

@@ -50,6 +50,7 @@ from ppl_bnn.bench.record import (
     RECORD_FILE,
     read_attempts,
     read_record,
+    record_problem,
 )
 from ppl_bnn.bench.schema import SELECTION_FLAGS, check_selection
 from ppl_bnn.bench.staging import FILE_MODE, install
@@ -153,6 +154,11 @@ def plan(
     for cell in cells:
         record = None if force else _last_run(cells_dir / cell.cell_id, cell.config_hash())
         if record is None or record.get("config_hash") != cell.config_hash():
+            todo.append(cell)
+        elif problem := record_problem(cells_dir / cell.cell_id, record):
+            # "Done" means complete: a result with a part missing is run again.
+            logger.warning("%s: the stored result is not whole (%s): running it again",
+                           cell.cell_id, problem)  # fmt: skip
             todo.append(cell)
         elif record["status"] in COMPLETE or not rerun_failed:
             kept.append(record)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -94,18 +95,25 @@ def report_is_current(results_dir: str | Path) -> bool:
     return (root / HTML_FILE).is_file() and stored == results_state(root)
 
 
-def render_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+def render_report(
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    configs: tuple[Mapping[str, str], str] | None = None,
+) -> Path:
     """Render the suite stored in ``results_dir`` into ``out_dir`` (default: ``results_dir``).
 
     Args:
         results_dir: A suite's results folder (``suite.json`` and ``cells/<cell_id>/``).
         out_dir: Where ``index.html``, ``report.md``, ``results.csv`` and ``figures/`` go.
+        configs: The suite the stored cells are checked against (see
+            :func:`~ppl_bnn.report.load.load_results`; default: ``suite.json``'s).
 
     Returns:
         The path of ``index.html``.
     """
     start = time.perf_counter()
-    results = load_results(results_dir)
+    results = load_results(results_dir, configs)
     out = Path(out_dir) if out_dir is not None else Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     perf = results.suite.get("kind") == "perf"

@@ -29,6 +29,7 @@ from ppl_bnn.bench.cell import (
 )
 from ppl_bnn.bench.lock import LOCK_FILE, is_held
 from ppl_bnn.bench.record import (
+    COMPLETE,
     PREDICTIONS_FILE,
     RECORD_FILE,
     RecordError,
@@ -36,6 +37,7 @@ from ppl_bnn.bench.record import (
     load_record,
     read_attempts,
 )
+from ppl_bnn.files import netcdf_problem
 from ppl_bnn.methods import method_names
 from ppl_bnn.methods.base import Family
 from ppl_bnn.reference import REFERENCE_FILE, REFERENCES_DIR, read_reference
@@ -268,6 +270,16 @@ def read_references(
                     "missing"
                 )
             continue
+        reason = netcdf_problem(folder / PREDICTIONS_FILE) if entry.status in COMPLETE else None
+        if reason is not None:
+            logger.warning("reference %s: %s %s", folder.name, PREDICTIONS_FILE, reason)
+            if problems is not None:
+                problems.append(
+                    f"{REFERENCES_DIR}/{folder.name}/{PREDICTIONS_FILE} {reason}: the fidelity "
+                    "numbers and the reference band of this dataset are missing; `ppl-bnn bench` "
+                    "computes the reference again"
+                )
+            continue
         out[(entry.dataset, entry.split)] = entry
     return out
 
@@ -414,21 +426,6 @@ def read_netcdf(
         return None
 
 
-def netcdf_problem(path: Path) -> str | None:
-    """What is wrong with the netCDF file at ``path`` (missing, unreadable, empty), or None."""
-    import h5py
-
-    if not path.is_file():
-        return "is missing"
-    try:
-        with h5py.File(path, "r") as handle:
-            if not list(handle.keys()):
-                return "holds no data"
-    except (OSError, ValueError) as err:
-        return f"is unreadable ({type(err).__name__}: {err})"
-    return None
-
-
 def _read_suite_file(root: Path, problems: list[str]) -> dict[str, Any]:
     """``suite.json``, or {} with the reason in ``problems``."""
     try:
@@ -463,6 +460,14 @@ def _read_cells(
                 "every table and figure"
             )
             continue
+        if record["status"] == "ok" and not (
+            isinstance(record.get("metrics"), dict) and record["metrics"]
+        ):
+            problems.append(
+                f"cells/{folder.name}/{RECORD_FILE} says ok but holds no metrics: this cell is "
+                "left out of every table and figure, and `ppl-bnn bench` runs it again"
+            )
+            continue
         records.append(record)
         if tried := read_attempts(folder):
             attempts[record["cell_id"]] = tried
@@ -492,30 +497,42 @@ def _suite_configs(suite: Mapping[str, Any]) -> tuple[dict[str, str], bool]:
 
 
 def _stale_cells(
-    suite: Mapping[str, Any], records: list[dict[str, Any]], problems: list[str]
-) -> None:
-    """Add to ``problems`` the cells stored with another configuration than the suite's."""
-    configs, whole = _suite_configs(suite)
-    if not configs:
-        return
+    suite: Mapping[str, Any],
+    records: list[dict[str, Any]],
+    problems: list[str],
+    configs: tuple[Mapping[str, str], str] | None = None,
+) -> set[str]:
+    """The cells stored with another configuration than the suite's, or outside the suite, each
+    group named in ``problems``: results of an earlier version of the suite, which no table or
+    figure mixes with the current ones. The suite is ``suite.json``'s (as it last ran), or
+    ``configs``: the config hash of every cell of a suite file as it is now, and its name."""
+    if configs is None:
+        hashes, whole = _suite_configs(suite)
+        where = f"{SUITE_FILE}, as it last ran"
+    else:
+        hashes, whole = dict(configs[0]), True
+        where = configs[1]
+    if not hashes:
+        return set()
     changed = [
         r["cell_id"]
         for r in records
-        if r["cell_id"] in configs and r.get("config_hash") != configs[r["cell_id"]]
+        if r["cell_id"] in hashes and r.get("config_hash") != hashes[r["cell_id"]]
     ]
-    outside = [r["cell_id"] for r in records if r["cell_id"] not in configs] if whole else []
+    outside = [r["cell_id"] for r in records if r["cell_id"] not in hashes] if whole else []
     for ids, what, remedy in (
-        (changed, "stored with another configuration than the suite's (suite.json)",
+        (changed, f"stored with another configuration than the suite's ({where})",
          "`ppl-bnn bench` reruns them"),
-        (outside, "outside the suite as it last ran (suite.json)",
+        (outside, f"outside the suite ({where})",
          "delete their folders under cells/ to leave them out"),
     ):  # fmt: skip
         if ids:
             problems.append(
                 f"{len(ids)} {'cell' if len(ids) == 1 else 'cells'} {what}: results of an earlier "
-                f"version of the suite, shown beside the current ones ({', '.join(ids)}); "
+                f"version of the suite, left out of every table and figure ({', '.join(ids)}); "
                 f"{remedy}"
             )
+    return {*changed, *outside}
 
 
 #: Most pending cells named one by one in the progress note; more are counted per dataset.
@@ -568,9 +585,13 @@ def sweep_progress(root: Path, suite: Mapping[str, Any], records: list[dict[str,
     return head + tail
 
 
-def load_results(results_dir: str | Path) -> SuiteResults:
+def load_results(
+    results_dir: str | Path, configs: tuple[Mapping[str, str], str] | None = None
+) -> SuiteResults:
     """Read ``suite.json`` and every cell record under ``results_dir``; what cannot be read, or
-    is of another configuration than the suite's, is listed in the result's ``problems``."""
+    is of another configuration than the suite's, is listed in the result's ``problems`` and
+    left out of its tables. The suite is ``suite.json``'s, or ``configs``: the config hash of
+    every cell of a suite file as it is now (by cell id) and that file's name."""
     root = Path(results_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"results folder {root} does not exist")
@@ -579,9 +600,10 @@ def load_results(results_dir: str | Path) -> SuiteResults:
     records, attempts = _read_cells(root, problems)
     if not records:
         logger.warning("no cell records under %s", root / "cells")
-    _stale_cells(suite, records, problems)
-    frame, metrics, timings = cells_frame(r for r in records if not is_study(r))
-    sweeps, _, _ = cells_frame(r for r in records if is_study(r))
+    stale = _stale_cells(suite, records, problems, configs)
+    current = [r for r in records if r["cell_id"] not in stale]
+    frame, metrics, timings = cells_frame(r for r in current if not is_study(r))
+    sweeps, _, _ = cells_frame(r for r in current if is_study(r))
     references = read_references(root, problems)
     results = SuiteResults(
         root, suite, records, frame, metrics, timings, references, problems, attempts, sweeps,

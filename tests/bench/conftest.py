@@ -46,3 +46,18 @@ def empty_data_dir(tmp_path: Path) -> Path:
     path = tmp_path / "no-data"
     path.mkdir()
     return path
+
+
+def write_netcdf(path: Path, *, truncate: bool = False) -> Path:
+    """A small netCDF-4 (HDF5) file at ``path``; with ``truncate``, cut to half its length, as a
+    write that ran out of disk or was copied in part leaves it."""
+    import h5py
+    import numpy as np
+
+    with h5py.File(path, "w") as handle:
+        handle["f"] = np.arange(64.0).reshape(8, 8)
+    if truncate:
+        size = path.stat().st_size
+        with path.open("r+b") as file:
+            file.truncate(size // 2)
+    return path

@@ -23,7 +23,7 @@ from ppl_bnn.reference import (
     write_reference,
 )
 from ppl_bnn.versions import library_versions
-from tests.bench.conftest import tiny_suite
+from tests.bench.conftest import tiny_suite, write_netcdf
 
 TINY_REFERENCE = {"num_chains": 2, "num_warmup": 30, "num_samples": 30, "max_tree_depth": 3}
 PASSING = {"rhat_max": GATE["rhat_max"], "ess_bulk_min": GATE["ess_bulk_min"]}
@@ -168,6 +168,7 @@ def test_cached_failures_are_retried_only_when_asked(tmp_path: Path) -> None:
     for status, kept in (("ok", True), ("diverged", True), ("failed", False), ("timeout", False)):
         common = {"settings": {}, "model": {}, "computed_at": "then", "key": key}
         write_reference(tmp_path / key, reference_document("sine", 0, status=status, **common))
+        write_netcdf(tmp_path / key / "predictions.nc")
         todo, done = plan_references([job], tmp_path)
         assert not todo and [(o.source, o.document["status"]) for o in done] == [("cached", status)]
         todo, done = plan_references([job], tmp_path, rerun_failed=True)
@@ -188,3 +189,22 @@ def test_unloadable_data_and_no_reference(tmp_path: Path, empty_data_dir: Path) 
     assert infeasible["status"] == "infeasible" and infeasible["note"] == "too slow"
     assert infeasible["converged"] is None and infeasible["key"] is None
     assert infeasible["settings"]["num_chains"] == 2 and infeasible["model"] == {"hidden": [4]}
+
+
+def test_a_damaged_cached_reference_is_computed_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = _job()
+    key = _key(job)
+    common = {"settings": {}, "model": {}, "computed_at": "then", "key": key}
+    write_reference(tmp_path / key, reference_document("sine", 0, status="ok", **common))
+    predictions = write_netcdf(tmp_path / key / "predictions.nc")
+    todo, done = plan_references([job], tmp_path)
+    assert not todo and [o.source for o in done] == ["cached"]
+    write_netcdf(predictions, truncate=True)
+    todo, done = plan_references([job], tmp_path)
+    assert [p.key for p in todo] == [key] and not done
+    assert "predictions.nc is unreadable" in caplog.text and "computing it again" in caplog.text
+    predictions.unlink()
+    todo, _ = plan_references([job], tmp_path)
+    assert [p.key for p in todo] == [key]

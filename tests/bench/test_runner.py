@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from ppl_bnn.bench import executors
-from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.cell import Cell, base_record
 from ppl_bnn.bench.record import (
+    PREDICTIONS_FILE,
     read_attempts,
     read_record,
     read_records,
@@ -25,7 +29,7 @@ from ppl_bnn.bench.record import (
 from ppl_bnn.bench.runner import plan, run_suite
 from ppl_bnn.files import import_arviz
 from ppl_bnn.runtime import cpu_count
-from tests.bench.conftest import FAST_SVI, tiny_suite
+from tests.bench.conftest import FAST_SVI, tiny_suite, write_netcdf
 
 #: A timeout no cell meets, even in a warm worker that has its programs compiled: the cell is
 #: killed while it loads its data, before it could compile (and write a JAX cache entry).
@@ -84,7 +88,8 @@ def test_plan_reruns_changed_failed_or_forced_cells(tmp_path: Path) -> None:
     cells = tiny_suite(seeds=[0, 1, 2, 3]).cells()
     for cell, status in zip(cells, ["ok", "diverged", "failed", "timeout"], strict=True):
         write_record(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": status,
-                                               "config_hash": cell.config_hash()})  # fmt: skip
+                                               "config_hash": cell.config_hash(),
+                                               "metrics": {"test_ll": -1.0}})  # fmt: skip
     todo, kept = plan(cells, tmp_path)
     assert not todo and len(kept) == 4
     todo, _ = plan(cells, tmp_path, rerun_failed=True)
@@ -99,7 +104,8 @@ def test_plan_counts_a_failed_rerun_of_a_changed_cell_as_failed(tmp_path: Path) 
     (cell,) = tiny_suite().cells()
     (changed,) = tiny_suite(methods={"svi": {**FAST_SVI, "num_steps": 51}}).cells()
     write_record(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": "ok",
-                                           "config_hash": cell.config_hash()})  # fmt: skip
+                                           "config_hash": cell.config_hash(),
+                                           "metrics": {"test_ll": -1.0}})  # fmt: skip
     assert plan([changed], tmp_path)[0] == [changed]
     # The rerun with the new configuration failed and left the earlier result in place.
     write_attempt(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": "timeout",
@@ -233,3 +239,72 @@ def test_unreachable_dask_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT", "2s")
     with pytest.raises(ConnectionError, match="cannot reach the Dask scheduler"):
         run_suite(tiny_suite(), tmp_path, dask_address="tcp://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("reply", [None, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"])
+def test_a_server_that_is_not_a_dask_scheduler_is_refused_within_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reply: bytes | None
+) -> None:
+    """A TCP server that accepts and says nothing, or answers HTTP (a dashboard's port)."""
+    monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT", "1s")
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                accepted.append(conn)
+                if reply is not None:
+                    conn.recv(65536)
+                    conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    start = time.monotonic()
+    try:
+        with pytest.raises(ConnectionError, match=f"Dask scheduler at {address}"):
+            run_suite(tiny_suite(), tmp_path / "results", dask_address=address)
+    finally:
+        server.close()
+        for conn in accepted:
+            conn.close()
+    assert time.monotonic() - start < 20
+
+
+def test_done_means_complete_a_result_with_a_part_missing_is_run_again(tmp_path: Path) -> None:
+    (cell,) = tiny_suite(seeds=[0]).cells()
+    folder = tmp_path / cell.cell_id
+    folder.mkdir()
+    record = {**base_record(cell), "status": "ok", "metrics": {"test_ll": -1.0}}
+    record["files"] = {"predictions": PREDICTIONS_FILE}
+    write_record(folder, record)
+    predictions = write_netcdf(folder / PREDICTIONS_FILE)
+    todo, kept = plan([cell], tmp_path)
+    assert not todo and [k["cell_id"] for k in kept] == [cell.cell_id]
+    write_record(folder, {**record, "metrics": {}})  # a record cut before its metrics
+    assert plan([cell], tmp_path)[0] == [cell]
+    write_record(folder, record)
+    write_netcdf(predictions, truncate=True)
+    assert plan([cell], tmp_path)[0] == [cell]
+    predictions.unlink()
+    assert plan([cell], tmp_path)[0] == [cell]
+    # A diverged cell without metrics (its fit broke down before any) is a whole result.
+    write_record(folder, {**record, "status": "diverged", "metrics": {}, "files": {}})
+    assert plan([cell], tmp_path)[0] == []
+
+
+def test_a_record_this_version_cannot_read_is_kept_when_its_cell_runs_again(
+    tmp_path: Path, jax_cache: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    suite = tiny_suite(seeds=[0])
+    (cell,) = suite.cells()
+    folder = tmp_path / "results" / "cells" / cell.cell_id
+    folder.mkdir(parents=True)
+    newer = json.dumps({"schema_version": 2, "cell_id": cell.cell_id, "status": "ok"})
+    (folder / "record.json").write_text(newer)
+    assert run_suite(suite, tmp_path / "results", jobs=1, jax_cache=jax_cache).ok
+    assert read_record(folder)["status"] == "ok"
+    (kept,) = (folder / "replaced").iterdir()
+    assert kept.read_text() == newer
+    assert "schema version 2, not 1; it is kept as replaced/record-" in caplog.text

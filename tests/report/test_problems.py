@@ -64,7 +64,8 @@ def test_everything_unreadable_or_stale_is_listed_above_the_summary(
     assert "this cell is left out of every table" in box
     assert f"cells/{SVI}/predictions.nc is unreadable" in box
     assert f"cells/{MAP_NP}/inference_data.nc is missing" in box
-    assert "1 cell stored with another configuration than the suite's (suite.json)" in box
+    stale = "1 cell stored with another configuration than the suite's (suite.json, as it last ran)"
+    assert stale in box
     assert BLOBS in box
     assert "references/blobs-split1/reference.json is unreadable" in box
     titles = re.findall(r"<h2>(.*?)</h2>", html.split("</nav>", 1)[1])
@@ -94,8 +95,8 @@ def test_cells_outside_the_suite_as_last_run_are_flagged(results_dir: Path, tmp_
     (root / "suite.json").write_text(json.dumps({**suite, "configs": configs}))
     problems = load_results(root).problems
     assert problems == [
-        "1 cell outside the suite as it last ran (suite.json): results of an earlier version "
-        f"of the suite, shown beside the current ones ({MAP_NP}); delete their folders under "
+        "1 cell outside the suite (suite.json, as it last ran): results of an earlier version "
+        f"of the suite, left out of every table and figure ({MAP_NP}); delete their folders under "
         "cells/ to leave them out"
     ]
 
@@ -133,3 +134,36 @@ def test_hostile_names_are_escaped_in_markdown_and_html() -> None:
     assert "## \\<script\\>" in markdown
     html = render_html(document)
     assert "<script>" not in html and html.count("&lt;script&gt;") == 7
+
+
+def test_a_record_without_metrics_and_a_damaged_reference_are_problems_not_results(
+    results_dir: Path, tmp_path: Path
+) -> None:
+    root = _copy(results_dir, tmp_path)
+    record = json.loads((root / "cells" / MAP_NP / "record.json").read_text())
+    (root / "cells" / MAP_NP / "record.json").write_text(json.dumps({**record, "metrics": {}}))
+    fitted = [e for e in load_results(root).references.values() if e.status == "ok"]
+    assert fitted, "the tiny suite has a computed reference"
+    damaged = fitted[0].folder / "predictions.nc"
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    results = load_results(root)
+    assert MAP_NP not in {r["cell_id"] for r in results.records}
+    assert f"cells/{MAP_NP}/record.json says ok but holds no metrics" in " ".join(results.problems)
+    assert (fitted[0].dataset, fitted[0].split) not in results.references
+    name = fitted[0].folder.name
+    assert f"references/{name}/predictions.nc is unreadable" in " ".join(results.problems)
+
+
+def test_cells_of_an_earlier_configuration_are_not_averaged_with_the_current_ones(
+    results_dir: Path, tmp_path: Path
+) -> None:
+    root = _copy(results_dir, tmp_path)
+    record = json.loads((root / "cells" / MAP_PYRO / "record.json").read_text())
+    record["config_hash"] = "0" * 64  # as if stored before an edit of the method's options
+    (root / "cells" / MAP_PYRO / "record.json").write_text(json.dumps(record))
+    results = load_results(root)
+    assert MAP_PYRO not in set(results.cells["cell_id"])
+    assert MAP_NP in set(results.cells["cell_id"])
+    (problem,) = results.problems
+    assert problem.startswith("1 cell stored with another configuration than the suite's")
+    assert f"left out of every table and figure ({MAP_PYRO})" in problem
