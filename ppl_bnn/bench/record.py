@@ -107,15 +107,19 @@ def load_record(cell_dir: Path) -> dict[str, Any]:
     return record
 
 
+def holds_results(record: Mapping[str, Any]) -> bool:
+    """Whether the record holds what its run measured: a cell's ``metrics``, a performance
+    probe's ``perf`` rows."""
+    return any(isinstance(record.get(k), dict | list) and record[k] for k in ("metrics", "perf"))
+
+
 def record_problem(cell_dir: Path, record: Mapping[str, Any]) -> str | None:
     """Why a record whose status says the cell is done (:data:`COMPLETE`) is not a whole
     result, or None: an ``ok`` record without its metrics, or a file it lists that is missing,
     unreadable or truncated (``cell_dir``: the folder the files are in)."""
     if record.get("status") not in COMPLETE:
         return None
-    if record.get("status") == "ok" and not (
-        isinstance(record.get("metrics"), dict) and record["metrics"]
-    ):
+    if record.get("status") == "ok" and not holds_results(record):
         return "its record says ok but holds no metrics"
     files = record.get("files")
     for name in files.values() if isinstance(files, dict) else ():

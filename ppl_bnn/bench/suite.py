@@ -288,14 +288,16 @@ class Suite:
             if not datasets or entry.name in datasets or entry.label in datasets
         ]
 
-    def selectable(self) -> dict[str, set[str]]:
+    def selectable(self) -> dict[str, set[Any]]:
         """What ``only`` may name (see :meth:`cells`): every dataset's name and label, every
-        method and tuned contestant (``map (tuned)``), every backend."""
+        method and tuned contestant (``map (tuned)``), every backend, every seed (a selection
+        the library makes, e.g. the throughput probe's first seed; no flag sets it)."""
         return {
             "dataset": {e.name for e in self.datasets} | {e.label for e in self.datasets},
             "method": set(self.methods)
             | {contestant_label(m, True) for e in self.datasets for m in e.tune},
             "backend": set(self.backends),
+            "seed": set(self.seeds),
         }
 
     def _splits(

@@ -34,6 +34,7 @@ from ppl_bnn.bench.record import (
     RECORD_FILE,
     RecordError,
     cell_dirs,
+    holds_results,
     load_record,
     read_attempts,
 )
@@ -460,9 +461,7 @@ def _read_cells(
                 "every table and figure"
             )
             continue
-        if record["status"] == "ok" and not (
-            isinstance(record.get("metrics"), dict) and record["metrics"]
-        ):
+        if record["status"] == "ok" and not holds_results(record):
             problems.append(
                 f"cells/{folder.name}/{RECORD_FILE} says ok but holds no metrics: this cell is "
                 "left out of every table and figure, and `ppl-bnn bench` runs it again"
