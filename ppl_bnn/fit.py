@@ -13,6 +13,7 @@ from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
 from ppl_bnn.methods import METHODS, get_method, make_options, shared
 from ppl_bnn.methods.curves import validate_validation
 from ppl_bnn.methods.divergence import check_finite_draws
+from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.predictive import check_linearised_at, log_likelihood_per_draw, predictive_at
 from ppl_bnn.results import FitResult
@@ -72,6 +73,8 @@ def fit(
         TypeError: ``validation`` that is not a pair.
         ValueError: A learned prior (``ScaleMixture(learned=True)``) with a method that cannot
             fit its hyperparameters (the samplers and ``laplace``).
+        InsufficientMemoryError: The fit needs more memory than is available, at the least
+            (:mod:`ppl_bnn.methods.memory`); raised before it starts.
         DivergedError: The method broke down numerically (a non-finite loss, draw, step or
             log density) and kept no usable draw; the message names the step, the sites where
             known and the likely cause (:mod:`ppl_bnn.methods.divergence`).
@@ -105,6 +108,7 @@ def fit(
                 f"not {method!r}"
             )
         held_out = validate_validation(model, validation)
+    check_memory(method, model.spec, opts, len(model.y))
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.

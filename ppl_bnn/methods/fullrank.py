@@ -16,6 +16,10 @@ class FullRankOptions(GaussianGuideOptions):
 
     GUIDE: ClassVar[str] = "AutoMultivariateNormal"
 
+    def matrix_floats(self, num_weights: int) -> int:
+        """The guide's Cholesky factor: one float per pair of weights."""
+        return num_weights * num_weights
+
 
 METHOD = Method(
     name="fullrank",

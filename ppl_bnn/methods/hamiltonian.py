@@ -66,6 +66,15 @@ class MCMCOptions:
     dense_mass: bool = False
     potential: str = backend_option("compiled", "pyro")
 
+    @property
+    def kept_draws(self) -> int:
+        """Draws the result holds (:mod:`ppl_bnn.methods.memory`)."""
+        return self.num_chains * self.num_samples
+
+    def matrix_floats(self, num_weights: int) -> int:
+        """Floats of the largest matrix the fit holds beyond its draws: a dense mass matrix."""
+        return num_weights * num_weights if self.dense_mass else 0
+
     def __post_init__(self) -> None:
         check_positive_int("num_warmup", self.num_warmup, minimum=0)
         check_positive_int("num_samples", self.num_samples)

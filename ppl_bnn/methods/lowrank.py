@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +28,11 @@ class LowRankOptions(GaussianGuideOptions):
 
     def guide_kwargs(self) -> dict[str, Any]:
         return {**super().guide_kwargs(), "rank": self.rank}
+
+    def matrix_floats(self, num_weights: int) -> int:
+        """The guide's covariance factor, weights by rank."""
+        rank = self.rank if self.rank is not None else max(1, round(math.sqrt(num_weights)))
+        return num_weights * rank
 
 
 METHOD = Method(

@@ -85,6 +85,11 @@ class MCDropoutOptions(map_estimate.MAPOptions):
     temperature: float | None = None
     dropout_regularizer: float | None = None
 
+    @property
+    def kept_draws(self) -> int:
+        """Draws the result holds: ``num_draws`` masked copies of the weights."""
+        return self.num_draws
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_bool("concrete", self.concrete)

@@ -21,6 +21,11 @@ class MultiSWAGOptions(swag.SWAGOptions):
 
     num_members: int = 5
 
+    @property
+    def kept_draws(self) -> int:
+        """Draws the result holds: every member's."""
+        return self.num_members * super().kept_draws
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive_int("num_members", self.num_members)

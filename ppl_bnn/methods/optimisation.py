@@ -128,6 +128,15 @@ class OptimisationOptions:
         """Posterior draws taken from the fitted guide."""
         return 1
 
+    @property
+    def kept_draws(self) -> int:
+        """Draws the result holds (:mod:`ppl_bnn.methods.memory`)."""
+        return self.draws
+
+    def matrix_floats(self, num_weights: int) -> int:
+        """Floats of the largest matrix the fit holds beyond its draws (a covariance factor)."""
+        return 0
+
     def guide_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the autoguide class (beyond the model and init_loc_fn)."""
         return {}

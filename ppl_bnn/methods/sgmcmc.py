@@ -118,6 +118,15 @@ class SGMCMCOptions:
     temperature: float = 1.0
     jit: bool = backend_option(True, "pyro")
 
+    @property
+    def kept_draws(self) -> int:
+        """Draws the result holds (:mod:`ppl_bnn.methods.memory`)."""
+        return self.num_chains * self.num_samples
+
+    def matrix_floats(self, num_weights: int) -> int:
+        """Floats of the largest matrix the fit holds beyond its draws: none."""
+        return 0
+
     def __post_init__(self) -> None:
         check_positive_int("num_samples", self.num_samples)
         check_positive_int("num_burnin", self.num_burnin, minimum=0)

@@ -102,6 +102,15 @@ class SWAGOptions(map_estimate.MAPOptions):
                 f"swag follows the posterior itself: kl_weight must be 1, got {self.kl_weight!r}"
             )
 
+    @property
+    def kept_draws(self) -> int:
+        """Draws the result holds: ``num_draws`` from the Gaussian."""
+        return self.num_draws
+
+    def matrix_floats(self, num_weights: int) -> int:
+        """The deviation matrix, weights by ``rank``."""
+        return num_weights * self.rank
+
     def map_options(self) -> map_estimate.MAPOptions:
         """The options of the ``map`` fit behind it (:func:`~ppl_bnn.methods.map_estimate.
         map_options_of`)."""

@@ -22,7 +22,7 @@ import pytest
 
 import ppl_bnn.methods
 from ppl_bnn import BNN, FitResult, fit, priors
-from ppl_bnn.methods import METHODS
+from ppl_bnn.methods import METHODS, make_options
 from ppl_bnn.methods.base import Family, Method
 
 pytestmark = pytest.mark.runtime(150)  # seconds on 2 cores: started first (tests/conftest.py)
@@ -79,6 +79,8 @@ def test_method_runs_with_documented_shapes_and_reproducible_seeds(model, method
     sites = {s.name: s.shape for s in model.spec.sites()}
     assert set(first.draws) == set(sites)
     chains, draws = first.num_chains, first.num_draws
+    # The memory check before a fit counts the draws the result will hold.
+    assert make_options(method, method.smoke, backend=backend).kept_draws == chains * draws
     for name, shape in sites.items():
         assert first.draws[name].shape == (chains, draws, *shape), name
         assert not np.array_equal(first.draws[name], other.draws[name]), name
