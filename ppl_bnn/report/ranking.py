@@ -41,6 +41,7 @@ class Ranking:
 
     Attributes:
         column: The metric.
+        top: The group with the best mean (the clearly best one, or the tie group's top).
         best: The clearly best group, or None.
         tied: Groups tied for best when there is no clear best (empty otherwise).
         runner_up: The group with the second-best mean.
@@ -50,6 +51,7 @@ class Ranking:
     """
 
     column: str
+    top: Group | None = None
     best: Group | None = None
     tied: frozenset[Group] = field(default_factory=frozenset)
     runner_up: Group | None = None
@@ -152,12 +154,20 @@ def rank(cells: pd.DataFrame, column: str, eligible: set[Group] | None = None) -
     top, runner_up = order[0], order[1]
     lead, se, pairs = paired_difference(cells, score, top, runner_up)
     if _clear(lead, se, pairs):
-        return Ranking(column, best=top, runner_up=runner_up, lead=lead, lead_se=se, pairs=pairs)
+        return Ranking(
+            column, top=top, best=top, runner_up=runner_up, lead=lead, lead_se=se, pairs=pairs
+        )
     tied = {top}
     for other in order[1:]:
         gap, gap_se, n = paired_difference(cells, score, top, other)
         if not _clear(gap, gap_se, n):
             tied.add(other)
     return Ranking(
-        column, tied=frozenset(tied), runner_up=runner_up, lead=lead, lead_se=se, pairs=pairs
+        column,
+        top=top,
+        tied=frozenset(tied),
+        runner_up=runner_up,
+        lead=lead,
+        lead_se=se,
+        pairs=pairs,
     )

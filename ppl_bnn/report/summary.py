@@ -29,6 +29,7 @@ from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import ReferenceEntry, SuiteResults, backend_key, method_key
 from ppl_bnn.report.ranking import Group, Ranking, eligible_groups, flagged, rank, reduced
+from ppl_bnn.report.recommend import COST, OVERCONFIDENT, mean_se, with_cost
 from ppl_bnn.report.stats import WITH_METRICS
 from ppl_bnn.report.style import backend_marker, method_color
 from ppl_bnn.report.sweeps import summary_note
@@ -36,10 +37,6 @@ from ppl_bnn.report.sweeps import summary_note
 #: A sampler's chains count as converged when the largest R-hat of its test predictions is at
 #: most this (the reference posterior's gate; Vehtari et al. 2021).
 RHAT_OK = 1.01
-#: Predictive std below this share of the reference's, where no training input lies, is
-#: reported as over-confidence.
-OVERCONFIDENT = 0.5
-_COST = "_run_s"
 
 
 @dataclass(frozen=True)
@@ -64,40 +61,20 @@ class Point:
     eligible: bool
 
 
-def _with_cost(cells: pd.DataFrame) -> pd.DataFrame:
-    total = cells.get("time_total", pd.Series(np.nan, index=cells.index)).astype(float)
-    compile_s = cells.get("time_compile", pd.Series(0.0, index=cells.index)).astype(float)
-    # A tuned contestant's cost includes its tuning: the fits on the validation split.
-    tuning = cells.get("time_tuning", pd.Series(0.0, index=cells.index)).astype(float)
-    out = cells.assign(**{_COST: total - compile_s.fillna(0.0) + tuning.fillna(0.0)})
-    if "nll" in out:  # classification: test LL is -NLL (regression cells keep their own)
-        test_ll = out.get("test_ll", pd.Series(np.nan, index=out.index)).astype(float)
-        out = out.assign(test_ll=test_ll.fillna(-out["nll"].astype(float)))
-    return out
-
-
-def _mean_se(values: pd.Series) -> tuple[float, float]:
-    v = values.to_numpy(dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return math.nan, math.nan
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else math.nan
-
-
 def points(cells: pd.DataFrame, column: str) -> list[Point]:
     """One point per (method, backend) with cost and ``column`` means, in canonical order."""
-    cells = _with_cost(cells)
+    cells = with_cost(cells)
     if column not in cells:
         return []
     eligible = eligible_groups(cells)
     used = cells[cells["status"].isin(WITH_METRICS) & ~flagged(cells)]
     out = []
     for (method, backend), group in used.groupby(["method", "backend"], sort=False):
-        cost, cost_se = _mean_se(group[_COST])
-        quality, quality_se = _mean_se(group[column])
+        cost, cost_se = mean_se(group[COST])
+        quality, quality_se = mean_se(group[column])
         if not (np.isfinite(cost) and np.isfinite(quality) and cost > 0):
             continue
-        compile_s = _mean_se(group.get("time_compile", pd.Series(dtype=float)))[0]
+        compile_s = mean_se(group.get("time_compile", pd.Series(dtype=float)))[0]
         key = (str(method), str(backend))
         out.append(Point(key, cost, cost_se, compile_s, quality, quality_se, key in eligible))
     return sorted(out, key=lambda p: (method_key(p.group[0]), backend_key(p.group[1])))
@@ -341,7 +318,7 @@ def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]
 
 def dataset_summary(results: SuiteResults, dataset: str) -> Section:
     """The Summary subsection of one dataset."""
-    cells = _with_cost(results.cells[results.cells["dataset"] == dataset])
+    cells = with_cost(results.cells[results.cells["dataset"] == dataset])
     regression = "rmse" in cells and cells["rmse"].notna().any()
     entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
     regions = results.regions(dataset)

@@ -1,0 +1,199 @@
+"""The recommendation rule (:mod:`ppl_bnn.report.recommend`) on constructed results: a tie group,
+no reference, an unconverged reference, every contestant unusable, and a cheaper contestant
+outside the tie group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ppl_bnn.reference import PREDICTIONS_FILE
+from ppl_bnn.report.load import ReferenceEntry
+from ppl_bnn.report.recommend import Grade, recommend, with_cost
+
+#: Per-seed offsets: a group's values are its mean plus these (three replicates, sd 1).
+NOISE = np.array([-1.0, 0.0, 1.0])
+
+
+def _cells(groups: dict[str, dict[str, object]]) -> pd.DataFrame:
+    """Three seeds per ``method/numpyro``; each value ``(mean, wobble)`` becomes
+    mean + wobble * NOISE[seed] (a shared wobble keeps paired differences exact)."""
+    rows = []
+    for method, spec in groups.items():
+        for seed in range(3):
+            row: dict[str, object] = {
+                "dataset": "sine",
+                "method": method,
+                "backend": "numpyro",
+                "split": 0,
+                "seed": seed,
+                "status": spec.get("status", "ok"),
+                "rmse": 1.0,
+                "time_total": spec.get("cost", 1.0),
+                "time_compile": 0.0,
+                "flags": spec.get("flags"),
+            }
+            for column in ("ref_w2", "test_ll", "ref_std_ratio_out"):
+                if column in spec:
+                    mean, wobble = spec[column]
+                    row[column] = mean + wobble * NOISE[seed]
+            rows.append(row)
+    return with_cost(pd.DataFrame(rows))
+
+
+def _reference(tmp_path: Path, converged: bool) -> ReferenceEntry:
+    (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
+    return ReferenceEntry(
+        dataset="sine",
+        split=0,
+        status="ok",
+        converged=converged,
+        note=None,
+        gate={"rhat_max": 1.01, "ess_bulk_min": 400},
+        diagnostics={},
+        settings={},
+        wall_s=1.0,
+        folder=tmp_path,
+    )
+
+
+def _grades(rec) -> dict[str, Grade]:
+    return {s.group[0]: s.grade for s in rec.standings}
+
+
+def test_a_tie_group_is_trusted_and_its_cheapest_named(tmp_path):
+    cells = _cells(
+        {
+            # nuts has the best mean; hmc is 0.1 behind with paired differences that wobble
+            "nuts": {"ref_w2": (1.0, 0.0), "test_ll": (-1.0, 0.0), "cost": 10.0},
+            "hmc": {"ref_w2": (1.1, 0.5), "test_ll": (-1.0, 0.0), "cost": 2.0},
+            "svi": {"ref_w2": (5.0, 0.0), "test_ll": (-1.5, 0.0), "cost": 1.0},
+        }
+    )
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    assert rec.basis is not None and rec.basis.column == "ref_w2"
+    assert _grades(rec) == {"nuts": Grade.TRUST, "hmc": Grade.AS_GOOD, "svi": Grade.WORSE}
+    assert rec.cheapest_as_good is not None and rec.cheapest_as_good.group[0] == "hmc"
+    sentence = rec.sentence()
+    assert sentence.startswith("Trust nuts/numpyro (W2")
+    assert "hmc/numpyro ties with it at 1/5 of the cost (1.10 ± 0.29)" in sentence
+    assert "fidelity to a converged reference" in sentence
+    assert "svi" not in sentence  # worse: neither trusted nor to avoid
+
+
+def test_a_cheaper_contestant_outside_the_tie_group_is_not_recommended(tmp_path):
+    cells = _cells(
+        {
+            "nuts": {"ref_w2": (1.0, 0.0), "cost": 10.0},
+            "hmc": {"ref_w2": (1.05, 0.2), "cost": 5.0},
+            "map": {"ref_w2": (3.0, 0.0), "cost": 0.1},  # cheapest, clearly further away
+        }
+    )
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    assert _grades(rec)["map"] == Grade.WORSE
+    assert rec.cheapest_as_good.group[0] == "hmc"
+    assert "map" not in rec.sentence()
+
+
+def test_without_a_reference_the_best_held_out_quality_is_trusted():
+    cells = _cells(
+        {
+            "svi": {"test_ll": (-1.0, 0.0), "cost": 1.0},
+            "map": {"test_ll": (-3.0, 0.0), "cost": 0.5},
+        }
+    )
+    rec = recommend("sine", cells, [])
+    assert rec.basis.column == "test_ll" and "no reference posterior" in rec.basis.why
+    assert _grades(rec) == {"svi": Grade.TRUST, "map": Grade.WORSE}
+    assert rec.cheapest_as_good is None
+    assert rec.sentence().startswith("Trust svi/numpyro (test LL -1 ± 0)")
+
+
+def test_an_unconverged_reference_never_decides(tmp_path):
+    """Fidelity to an unconverged reference favours nuts and calls map over-confident; neither
+    counts: the test LL decides, and map is not avoided on the reference's word."""
+    cells = _cells(
+        {
+            "nuts": {"ref_w2": (1.0, 0.0), "test_ll": (-2.0, 0.0), "ref_std_ratio_out": (1, 0)},
+            "map": {"ref_w2": (9.0, 0.0), "test_ll": (-1.0, 0.0), "ref_std_ratio_out": (0.1, 0)},
+        }
+    )
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=False)])
+    assert rec.basis.column == "test_ll"
+    assert "the reference did not converge" in rec.basis.why
+    assert _grades(rec) == {"map": Grade.TRUST, "nuts": Grade.WORSE}
+    converged = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    assert _grades(converged) == {"nuts": Grade.TRUST, "map": Grade.AVOID}
+    assert "map/numpyro (10\u00d7 over-confident out of range)" in converged.sentence()
+    standings = {s.group[0]: s for s in converged.standings}
+    assert standings["map"].why == "10\u00d7 over-confident out of range"
+
+
+def test_all_contestants_unusable_trusts_nothing(tmp_path):
+    flag = "test log-likelihood below the constant predictor's"
+    cells = _cells(
+        {
+            "sgld": {"ref_w2": (1.0, 0.0), "flags": flag},
+            "svi": {"ref_w2": (2.0, 0.0), "status": "diverged"},
+        }
+    )
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    assert rec.trusted is None
+    assert _grades(rec) == {"sgld": Grade.AVOID, "svi": Grade.AVOID}
+    assert rec.sentence() == (
+        "Nothing to trust: no contestant could be ranked; avoid sgld/numpyro (worse than a "
+        "constant predictor); svi/numpyro (diverged)."
+    )
+
+
+def test_failed_and_reduced_cells_are_not_judged_with_their_reason(tmp_path):
+    cells = _cells(
+        {
+            "nuts": {"ref_w2": (1.0, 0.0)},
+            "hmc": {"ref_w2": (0.5, 0.0), "status": "failed"},
+            "svi": {"ref_w2": (0.2, 0.0)},
+        }
+    )
+    cells.loc[cells["method"] == "svi", "budget_note"] = "fewer steps"
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    assert _grades(rec) == {"nuts": Grade.TRUST, "hmc": Grade.NOT_JUDGED, "svi": Grade.NOT_JUDGED}
+    assert "not judged: hmc/numpyro (failed); svi/numpyro (reduced budget)" in rec.sentence()
+    standings = {s.group[0]: s for s in rec.standings}
+    assert standings["hmc"].why == "failed in 3 of 3 cells"
+    assert "failed in 3 of 3 cells" in standings["hmc"].number(rec.basis)
+
+
+@pytest.mark.parametrize("column", ["ref_w2", "test_ll"])
+def test_a_clear_winner_has_no_as_good(tmp_path, column):
+    worse = (2.0, 0.0) if column == "ref_w2" else (-2.0, 0.0)
+    better = (1.0, 0.0) if column == "ref_w2" else (-1.0, 0.0)
+    cells = _cells({"nuts": {column: better, "cost": 9.0}, "hmc": {column: worse, "cost": 1.0}})
+    refs = [_reference(tmp_path, converged=True)] if column == "ref_w2" else []
+    rec = recommend("sine", cells, refs)
+    assert _grades(rec) == {"nuts": Grade.TRUST, "hmc": Grade.WORSE}
+    assert rec.to_dict()["standings"][0] == {
+        "method": "nuts",
+        "backend": "numpyro",
+        "grade": "trust",
+        "value": better[0],
+        "se": 0.0,
+        "cost_s": 9.0,
+        "reason": "",
+    }
+
+
+def test_contestants_avoided_for_one_reason_are_named_together_with_its_range(tmp_path):
+    cells = _cells(
+        {
+            "nuts": {"ref_w2": (1.0, 0.0), "ref_std_ratio_out": (1.0, 0.0)},
+            "map": {"ref_w2": (2.0, 0.0), "ref_std_ratio_out": (0.04, 0.0)},
+            "ensemble": {"ref_w2": (2.0, 0.0), "ref_std_ratio_out": (0.25, 0.0)},
+        }
+    )
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    assert "avoid map/numpyro, ensemble/numpyro (4\u201325\u00d7 over-confident out of range)" in (
+        rec.sentence()
+    )
