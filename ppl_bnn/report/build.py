@@ -17,6 +17,7 @@ import pandas as pd
 from ppl_bnn.bench.cell import base_method
 from ppl_bnn.methods import method_names
 from ppl_bnn.report import figures, pruning, refusal, stats, sweeps, tables, tuning
+from ppl_bnn.report.answer import answer_blocks, recommendations, verdict
 from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.background import Background
 from ppl_bnn.report.document import (
@@ -74,7 +75,8 @@ def build_document(results: SuiteResults) -> Document:
     # Started first, it runs on another core while the rest is built.
     b.loo = Background("loo_compare", results, lambda: stats.loo_compare(results))
     b.safe("fidelity to the reference posteriors", with_fidelity, results)
-    summary = b.safe("summary", summary_section, results)
+    recs = b.safe("recommendations", recommendations, results) or {}
+    summary = b.safe("summary", summary_section, results, recs)
     if summary is not None:
         published = [
             table
@@ -113,7 +115,15 @@ def build_document(results: SuiteResults) -> Document:
     subtitle = str(results.suite.get("description") or "")
     problems = tuple((problem,) for problem in results.problems)
     title = f"Benchmark report: {results.name}"
-    return Document(title, subtitle, kept, problems, progress=results.progress)
+    return Document(
+        title,
+        subtitle,
+        kept,
+        problems,
+        progress=results.progress,
+        answer=answer_blocks(recs),
+        verdict=verdict(recs),
+    )
 
 
 def _unique_names(sections: list[Section], anchors: set[str], figures: set[str]) -> None:

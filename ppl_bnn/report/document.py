@@ -88,7 +88,32 @@ class Details:
     text: str
 
 
-Block = Paragraph | BulletList | Table | Figure | Details
+@dataclass(frozen=True)
+class Mark:
+    """One graded cell of a :class:`Scoreboard`: its word, its kind (the grade, which sets its
+    colour) and the number behind it (shown on hover)."""
+
+    text: str
+    kind: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Scoreboard:
+    """A grid of marks: one row per label, its columns grouped under a two-level header.
+
+    Attributes:
+        groups: ``(group title, (column title, ...))`` in order, e.g. a dataset and its backends.
+        rows: ``(label, marks)``, one mark (or None: nothing there) per column.
+        caption: What the grades mean.
+    """
+
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+    rows: tuple[tuple[str, tuple[Mark | None, ...]], ...]
+    caption: str = ""
+
+
+Block = Paragraph | BulletList | Table | Figure | Details | Scoreboard
 
 
 @dataclass
@@ -124,6 +149,10 @@ class Document:
         progress: Where the results are incomplete (a sweep still running, or stopped before
             its end), what is done and what is pending: shown first, above everything else;
             empty for a finished sweep.
+        answer: The answer, shown right under the title (and the progress box), before the
+            problems, the suite's description and the contents: the recommendations and the
+            scoreboard.
+        verdict: The same answer as JSON-ready data (``summary.json``), one entry per dataset.
     """
 
     title: str
@@ -131,6 +160,8 @@ class Document:
     sections: list[Section]
     problems: tuple[tuple[Inline, ...], ...] = ()
     progress: str = ""
+    answer: tuple[Block, ...] = ()
+    verdict: tuple[dict, ...] = ()
 
     def figures(self) -> list[Figure]:
         """Every figure, in document order."""

@@ -15,10 +15,13 @@ from ppl_bnn.report.document import (
     Figure,
     Inline,
     Link,
+    Mark,
     Paragraph,
+    Scoreboard,
     Section,
     Strong,
     Table,
+    slug,
 )
 
 CSS = """
@@ -69,6 +72,24 @@ aside.problems p { margin: 0.3em 0; }
 aside.problems ul { margin: 0.3em 0; padding-left: 1.3em; }
 aside.progress { background: #eef4fb; border: 1px solid #9bbbe0; border-radius: 6px;
                  padding: 0.5em 1.2em; margin: 1em 0; }
+.answer ul { margin: 0.4em 0 0.6em; padding-left: 1.2em; }
+.answer li { margin: 0.15em 0; }
+.scoreboard-row { display: flex; gap: 1.5em; align-items: flex-start; }
+.scoreboard-row .legend { color: var(--muted); font-size: 12.5px; max-width: 28em; margin: 0; }
+.scoreboard { margin: 0.2em 0 0.6em; flex: none; }
+.scoreboard table { font-size: 12px; }
+.scoreboard th, .scoreboard td { padding: 0.1em 0.5em; }
+.scoreboard tbody th { text-align: left; font-weight: normal; white-space: nowrap; }
+.scoreboard thead th { text-align: center; }
+.scoreboard td { text-align: center; white-space: nowrap; cursor: help; }
+.scoreboard td.none { cursor: default; color: var(--muted); }
+.mark-trust { background: #1a7f37; color: #fff; font-weight: 600; }
+.mark-as-good { background: #b4e2c0; }
+.mark-worse { background: #eceff2; color: var(--muted); }
+.mark-avoid { background: #f3b8b3; }
+.mark-not-judged { background: #fbe5b0; }
+details.about { margin: 0.6em 0 1em; }
+details.about[open] { padding-bottom: 0.4em; }
 """
 
 
@@ -116,6 +137,30 @@ def _figure(figure: Figure) -> str:
     )
 
 
+def _mark(mark: Mark | None) -> str:
+    if mark is None:
+        return '<td class="none">\u00b7</td>'
+    title = f' title="{escape(mark.title)}"' if mark.title else ""
+    return f'<td class="mark-{slug(mark.kind)}"{title}>{escape(mark.text)}</td>'
+
+
+def _scoreboard(board: Scoreboard) -> str:
+    top = "".join(
+        f'<th colspan="{len(columns)}">{escape(title)}</th>' for title, columns in board.groups
+    )
+    sub = "".join(f"<th>{escape(c)}</th>" for _, columns in board.groups for c in columns)
+    body = "".join(
+        f"<tr><th>{escape(label)}</th>{''.join(_mark(m) for m in marks)}</tr>"
+        for label, marks in board.rows
+    )
+    legend = f'<p class="legend">{escape(board.caption)}</p>' if board.caption else ""
+    return (
+        '<div class="scoreboard-row"><div class="table-wrap scoreboard"><table><thead><tr>'
+        f'<th rowspan="2"></th>{top}</tr><tr>{sub}</tr></thead><tbody>{body}</tbody></table>'
+        f"</div>{legend}</div>"
+    )
+
+
 def _block(block: Block) -> str:
     if isinstance(block, Paragraph):
         return f"<p>{_inlines(block.parts)}</p>"
@@ -126,6 +171,8 @@ def _block(block: Block) -> str:
         return _table(block)
     if isinstance(block, Figure):
         return _figure(block)
+    if isinstance(block, Scoreboard):
+        return _scoreboard(block)
     if isinstance(block, Details):
         return (
             f"<details><summary>{escape(block.summary)}</summary>"
@@ -173,15 +220,34 @@ def _progress(document: Document) -> str:
     return f'<aside class="progress" role="status"><p>{escape(document.progress)}</p></aside>'
 
 
-def render_html(document: Document) -> str:
-    """The document as a complete HTML page that loads nothing from outside."""
+def _answer(document: Document) -> str:
+    """The answer under the title: the recommendations and the scoreboard."""
+    if not document.answer:
+        return ""
+    blocks = "".join(_block(b) for b in document.answer)
+    return f'<div id="answer" class="answer" role="region" aria-label="Answer">{blocks}</div>\n'
+
+
+def _about(document: Document) -> str:
+    """The suite's description and the contents, folded (open where there is no answer)."""
     subtitle = f'<p class="subtitle">{escape(document.subtitle)}</p>' if document.subtitle else ""
+    opened = "" if document.answer else " open"
+    return (
+        f'<details class="about"{opened}><summary>About this suite, and the contents</summary>'
+        f"{subtitle}{_toc(document.sections)}</details>\n"
+    )
+
+
+def render_html(document: Document) -> str:
+    """The document as a complete HTML page that loads nothing from outside: the title, the
+    progress box, the answer, the problems box, then the suite's description and the contents
+    folded, then the sections."""
     body = "\n".join(_section(s, 2) for s in document.sections)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(document.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<header><h1>{escape(document.title)}</h1>{_progress(document)}{subtitle}</header>\n"
-        f"{_problems(document)}"
-        f"{_toc(document.sections)}\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+        f"<header><h1>{escape(document.title)}</h1>{_progress(document)}</header>\n"
+        f"{_answer(document)}{_problems(document)}{_about(document)}"
+        f"<main>\n{body}\n</main>\n</body>\n</html>\n"
     )

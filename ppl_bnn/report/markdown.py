@@ -15,7 +15,9 @@ from ppl_bnn.report.document import (
     Figure,
     Inline,
     Link,
+    Mark,
     Paragraph,
+    Scoreboard,
     Section,
     Strong,
     Table,
@@ -61,6 +63,20 @@ def _table(table: Table) -> str:
     return "\n".join(lines)
 
 
+def _scoreboard(board: Scoreboard) -> str:
+    header = [""] + [f"{title} {column}" for title, columns in board.groups for column in columns]
+
+    def cell(mark: Mark | None) -> str:
+        return "\u00b7" if mark is None else _escape(mark.text)
+
+    lines = [f"*{_escape(board.caption)}*", ""] if board.caption else []
+    lines.append("| " + " | ".join(_escape(h) for h in header) + " |")
+    lines.append("|" + "|".join("---" for _ in header) + "|")
+    for label, marks in board.rows:
+        lines.append("| " + " | ".join([_escape(label), *(cell(m) for m in marks)]) + " |")
+    return "\n".join(lines)
+
+
 def _block(block: Block, figures_dir: str) -> str:
     if isinstance(block, Paragraph):
         return _inlines(block.parts)
@@ -68,6 +84,8 @@ def _block(block: Block, figures_dir: str) -> str:
         return "\n".join(f"- {_inlines(item)}" for item in block.items)
     if isinstance(block, Table):
         return _table(block)
+    if isinstance(block, Scoreboard):
+        return _scoreboard(block)
     if isinstance(block, Figure):
         caption = _escape(block.caption)
         return f"![{caption}]({figures_dir}/{block.name}.png)\n\n*{caption}*"
@@ -104,13 +122,15 @@ def render_markdown(document: Document, figures_dir: str = "figures") -> str:
     lines = [f"# {_escape(document.title)}", ""]
     if document.progress:
         lines += [f"> {_escape(document.progress)}", ""]
-    if document.subtitle:
-        lines += [_escape(document.subtitle), ""]
+    for block in document.answer:
+        lines += [_block(block, figures_dir), ""]
     if document.problems:
         count = len(document.problems)
         lines += [f"> **{PROBLEMS_TITLE}** ({count}): {PROBLEMS_INTRO}.", ">"]
         lines += [f"> - {_inlines(item)}" for item in document.problems]
         lines.append("")
+    if document.subtitle:
+        lines += [_escape(document.subtitle), ""]
     lines += ["**Contents**", "", *_toc(document.sections), ""]
     for section in document.sections:
         lines += _section(section, 2, figures_dir)

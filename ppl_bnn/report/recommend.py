@@ -4,7 +4,8 @@ avoid and what could not be judged, by a stated rule.
 The rule, for the (method, backend) groups that ran on one dataset:
 
 1. **Basis.** Fidelity to the reference posterior (``ref_w2`` for regression, ``ref_tv`` for
-   classification, lower is better) when every reference of the dataset converged; otherwise
+   classification, lower is better) when every reference of the dataset that could be computed
+   converged (a split whose reference is infeasible contributes no fidelity); otherwise
    the held-out test log-likelihood (higher is better). A reference that failed its gate never
    decides anything.
 2. **Avoid** a group with any cell that is unusable (worse than a constant predictor), that
@@ -211,13 +212,19 @@ def _grouped(standings: Sequence[Standing]) -> str:
     return "; ".join(parts)
 
 
+def _converged(references: Sequence[ReferenceEntry]) -> bool:
+    """Whether the dataset has a reference to judge by: every reference with predictions
+    converged, and there is one (a split with none, being infeasible, contributes nothing)."""
+    usable = [e for e in references if e.usable]
+    return bool(usable) and all(e.converged for e in usable)
+
+
 def basis_of(cells: pd.DataFrame, references: Sequence[ReferenceEntry]) -> Basis | None:
-    """Fidelity where every reference of the dataset converged and cells have it, else the
-    test log-likelihood; None where neither has a value."""
+    """Fidelity where the dataset's references converged (:func:`_converged`) and cells have
+    it, else the test log-likelihood; None where neither has a value."""
     regression = "rmse" in cells and cells["rmse"].notna().any()
     fidelity = "ref_w2" if regression else "ref_tv"
-    converged = bool(references) and all(e.usable and e.converged for e in references)
-    if converged and fidelity in cells and cells[fidelity].notna().any():
+    if _converged(references) and fidelity in cells and cells[fidelity].notna().any():
         return Basis(fidelity, label(fidelity), True, "fidelity to a converged reference")
     if "test_ll" not in cells or not cells["test_ll"].notna().any():
         return None
@@ -271,7 +278,7 @@ def recommend(
     """The verdict on ``dataset`` from its ``cells`` (with their cost, :func:`with_cost`) and
     its references."""
     basis = basis_of(cells, references)
-    converged = bool(references) and all(e.usable and e.converged for e in references)
+    converged = _converged(references)
     eligible = eligible_groups(cells)
     groups = {(str(m), str(b)): g for (m, b), g in cells.groupby(["method", "backend"], sort=False)}
     standings: dict[Group, Standing] = {}

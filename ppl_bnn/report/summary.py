@@ -14,8 +14,7 @@ and torch's price, paid again only in a new process with no compilation cache; i
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,15 +23,24 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import LogLocator
 
 from ppl_bnn.report import fmt
-from ppl_bnn.report.document import BulletList, Figure, Inline, Paragraph, Section, Strong, slug
+from ppl_bnn.report.document import Figure, Inline, Paragraph, Section, Strong, Table, slug
 from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import ReferenceEntry, SuiteResults, backend_key, method_key
-from ppl_bnn.report.ranking import Group, Ranking, eligible_groups, flagged, rank, reduced
-from ppl_bnn.report.recommend import COST, OVERCONFIDENT, mean_se, with_cost
+from ppl_bnn.report.ranking import Group, eligible_groups, flagged, reduced
+from ppl_bnn.report.recommend import (
+    COST,
+    OVERCONFIDENT,
+    Grade,
+    Recommendation,
+    Standing,
+    mean_se,
+    with_cost,
+)
 from ppl_bnn.report.stats import WITH_METRICS
 from ppl_bnn.report.style import backend_marker, method_color
 from ppl_bnn.report.sweeps import summary_note
+from ppl_bnn.report.tables import BUDGET_MARK
 
 #: A sampler's chains count as converged when the largest R-hat of its test predictions is at
 #: most this (the reference posterior's gate; Vehtari et al. 2021).
@@ -147,124 +155,87 @@ def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
     return ["Reference posterior: ", *parts]
 
 
-def _front_sentence(front: list[Point], axis: Axis) -> list[Inline]:
-    if not front:
-        return []
-    steps = ", then ".join(
-        f"{_name(p.group)} ({fmt.number(p.cost)} s, {fmt.mean_se(p.quality, p.quality_se)})"
-        for p in front
-    )
-    return [Strong(f"Pareto front of {axis.name} against cost: "), steps, "."]
+def _flags(group: pd.DataFrame, standing: Standing) -> str:
+    """What a reader should know of a contestant beyond its numbers: why it is avoided or not
+    judged, chains that did not converge, cells that failed."""
+    flags = [standing.why] if standing.reason else []
+    if "rhat_max" in group:
+        rhat = group["rhat_max"].astype(float).max()
+        if rhat > RHAT_OK:
+            flags.append(f"chains not converged (R\u0302 up to {fmt.number(rhat, 3)})")
+    for status, words in (("failed", "failed"), ("timeout", "timed out"), ("diverged", "diverged")):
+        hits = int((group["status"] == status).sum())
+        if hits and words != standing.reason:
+            flags.append(f"{words} in {hits} of {len(group)} cells")
+    if reduced(group).any() and standing.reason != "reduced budget":
+        flags.append(f"reduced budget {BUDGET_MARK}")
+    return "; ".join(flags)
 
 
-def _verdict_sentence(verdict: Ranking | None, axis: Axis) -> list[Inline]:
-    if verdict is None:
-        return []
-    if verdict.best is not None:
-        return [
-            f"Best {axis.name}: ",
-            Strong(_name(verdict.best)),
-            f", ahead of {_name(verdict.runner_up)} by {fmt.number(verdict.lead)} ± "
-            f"{fmt.number(verdict.lead_se)} (paired over {verdict.pairs} replicates).",
-        ]
-    tied = ", ".join(sorted(_name(g) for g in verdict.tied))
-    if verdict.pairs < 2:
-        return [f"No clear best {axis.name} among {tied}: fewer than two paired replicates."]
-    return [
-        f"No clear best {axis.name}: a paired t-test at the 5% level does not tell apart {tied}."
-    ]
+def _basis_order(used: pd.DataFrame, rec: Recommendation) -> Callable[[Standing], tuple]:
+    """Ranked contestants first, then those to avoid, then those not judged; by the basis
+    within each."""
+    ranked = (Grade.TRUST, Grade.AS_GOOD, Grade.WORSE)
+
+    def key(standing: Standing) -> tuple:
+        block = 0 if standing.grade in ranked else 1 + (standing.grade == Grade.NOT_JUDGED)
+        value = math.inf
+        if rec.basis is not None and rec.basis.column in used:
+            mine = _of(used, standing.group)
+            mean = mean_se(mine[rec.basis.column])[0]
+            if np.isfinite(mean):
+                value = mean if rec.basis.lower else -mean
+        return (block, value, method_key(standing.group[0]), backend_key(standing.group[1]))
+
+    return key
 
 
-def _counted(cells: pd.DataFrame, mask: pd.Series) -> dict[Group, tuple[int, int]]:
-    """(method, backend) -> (cells where ``mask`` holds, cells) for groups with any."""
-    out = {}
-    for (method, backend), group in cells.groupby(["method", "backend"], sort=False):
-        hits = int(mask.loc[group.index].sum())
-        if hits:
-            out[(str(method), str(backend))] = (hits, len(group))
-    return out
+def _of(cells: pd.DataFrame, group: Group) -> pd.DataFrame:
+    return cells[(cells["method"] == group[0]) & (cells["backend"] == group[1])]
 
 
-def _list(counts: dict[Group, tuple[int, int]], extra: dict[Group, str] | None = None) -> str:
-    items = sorted(counts, key=lambda g: (method_key(g[0]), backend_key(g[1])))
-    return ", ".join(
-        f"{_name(g)} ({counts[g][0]} of {counts[g][1]} cells"
-        + (f"; {extra[g]}" if extra and g in extra else "")
-        + ")"
-        for g in items
-    )
-
-
-#: The start of each usability flag (:func:`ppl_bnn.metrics.usability_flags`) and its short name.
-_FLAG_KINDS = (
-    ("test log-likelihood", "test LL"),
-    ("training log-likelihood", "training LL"),
-    ("log-likelihood not finite", "non-finite LL"),
-)
-
-
-def _flag_kinds(flags: pd.Series) -> str:
-    """Which checks a group's flagged cells failed, e.g. ``"test LL, training LL below the
-    constant's"``, or ``"test LL in range below the constant's"`` where the test check scored
-    one part of the test set."""
-    text = "; ".join(flags.dropna().astype(str))
-    kinds = [short for start, short in _FLAG_KINDS if start in text]
-    test_parts = sorted(set(re.findall(r"test log-likelihood \(([^)]+)\)", text)))
-    if test_parts:
-        kinds = [f"test LL {' / '.join(test_parts)}" if k == "test LL" else k for k in kinds]
-    below = [k for k in kinds if k != "non-finite LL"]
-    parts = [f"{', '.join(below)} below the constant's"] if below else []
-    return "; ".join(parts + [k for k in kinds if k == "non-finite LL"])
-
-
-def failure_sentences(cells: pd.DataFrame, regions: dict[str, str]) -> list[tuple[Inline, ...]]:
-    """The notable failures of one dataset's cells, one bullet each."""
-    bullets: list[tuple[Inline, ...]] = []
-    bad = flagged(cells)
-    if bad.any():
-        reasons = {
-            (str(m), str(b)): _flag_kinds(group["flags"])
-            for (m, b), group in cells[bad].groupby(["method", "backend"], sort=False)
-        }
-        bullets.append(
+def evidence_table(cells: pd.DataFrame, rec: Recommendation) -> Table | None:
+    """Every contestant of one dataset: its standing, fidelity, test LL, calibration,
+    out-of-range std and cost (mean ± se over its cells with metrics), and flags."""
+    if not rec.standings:
+        return None
+    regression = "rmse" in cells and cells["rmse"].notna().any()
+    candidates = ["ref_w2" if regression else "ref_tv", "test_ll"]
+    candidates += ["coverage_95"] if regression else ["ece"]
+    candidates += ["ref_std_ratio_out" if "ref_std_ratio_out" in cells else "epistemic_std_ratio"]
+    columns = [c for c in candidates if c in cells and cells[c].notna().any()]
+    used = cells[cells["status"].isin(WITH_METRICS)]
+    rows = []
+    for standing in sorted(rec.standings, key=_basis_order(used, rec)):
+        mine = _of(used, standing.group)
+        numbers = [fmt.mean_se(*mean_se(mine[c])) for c in columns]
+        grade = str(standing.grade)
+        rows.append(
             (
-                Strong("Unusable"),
-                " (worse than a constant predictor), left out of the front and the ranking: ",
-                _list(_counted(cells, bad), reasons) + ".",
+                Strong(grade) if standing.grade == Grade.TRUST else grade,
+                *standing.group,
+                *numbers,
+                fmt.mean_se(*mean_se(mine[COST])),
+                _flags(_of(cells, standing.group), standing),
             )
         )
-    if "ref_std_ratio_out" in cells and regions.get("out"):
-        ratio = cells.groupby(["method", "backend"], sort=False)["ref_std_ratio_out"].mean()
-        low = {(str(m), str(b)): r for (m, b), r in ratio.items() if r < OVERCONFIDENT}
-        if low:
-            text = ", ".join(
-                f"{_name(g)} (std {fmt.number(r)}\u00d7 the reference's)"
-                for g, r in sorted(low.items(), key=lambda kv: kv[1])
-            )
-            bullets.append((Strong(f"Over-confident {regions['out']}"), ": ", text + "."))
-    for status, title in (("diverged", "Diverged"), ("failed", "Failed"), ("timeout", "Timed out")):
-        counts = _counted(cells, cells["status"] == status)
-        if counts:
-            bullets.append((Strong(title), ": ", _list(counts) + "."))
-    if "rhat_max" in cells:
-        rhat = cells["rhat_max"].astype(float)
-        counts = _counted(cells, rhat > RHAT_OK)
-        if counts:
-            largest = rhat.groupby([cells["method"], cells["backend"]]).max()
-            worst = {g: f"R\u0302 up to {fmt.number(largest[g], 3)}" for g in counts}
-            bullets.append(
-                (
-                    Strong("Chains not converged"),
-                    f" (largest R\u0302 of test predictions above {RHAT_OK}): ",
-                    _list(counts, worst) + ".",
-                )
-            )
-    counts = _counted(cells, reduced(cells))
-    if counts:
-        bullets.append(
-            (Strong("Reduced budget"), ", marked \u2020 and never ranked: ", _list(counts) + ".")
-        )
-    return bullets
+    basis = "" if rec.basis is None else f", the ranked ones first by {rec.basis.name.rstrip('.')}"
+    headers = {"ref_std_ratio_out": "std / ref. std out of range"}
+    return Table(
+        (
+            "standing",
+            "method",
+            "backend",
+            *(headers.get(c) or label(c) for c in columns),
+            "cost s",
+            "flags",
+        ),
+        tuple(rows),
+        f"{rec.dataset}: every contestant, mean \u00b1 standard error over splits and seeds"
+        f"{basis}. Cost: fit and tuning seconds without compilation.",
+        (),
+        (False, False, False, *(True,) * (len(columns) + 1), False),
+    )
 
 
 def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]]]) -> Figure:
@@ -316,51 +287,48 @@ def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]
     return figure_of(dataset, "summary-front", fig, caption)
 
 
-def dataset_summary(results: SuiteResults, dataset: str) -> Section:
-    """The Summary subsection of one dataset."""
+def dataset_summary(results: SuiteResults, dataset: str, rec: Recommendation) -> Section:
+    """The Summary subsection of one dataset: its reference, its recommendation, the evidence
+    table and the quality-cost figure."""
     cells = with_cost(results.cells[results.cells["dataset"] == dataset])
     regression = "rmse" in cells and cells["rmse"].notna().any()
     entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
-    regions = results.regions(dataset)
-    axes = _axes(cells, regression, any(e.usable for e in entries), regions)
+    axes = _axes(cells, regression, any(e.usable for e in entries), results.regions(dataset))
     section = Section(dataset, slug("summary", dataset))
     section.blocks.append(Paragraph(tuple(_reference_sentence(entries))))
-    bullets: list[tuple[Inline, ...]] = []
+    section.blocks.append(Paragraph.of(Strong("Recommendation: "), rec.sentence()))
+    table = evidence_table(cells, rec)
+    if table is not None:
+        section.blocks.append(table)
     panels = []
-    eligible = eligible_groups(cells)
     for axis in axes:
         pts = points(cells, axis.column)
-        if not pts:
-            continue
-        front = pareto_front(pts, axis.lower)
-        panels.append((axis, pts, front))
-        if front:
-            bullets.append(tuple(_front_sentence(front, axis)))
-        verdict = _verdict_sentence(rank(cells, axis.column, eligible), axis)
-        if verdict:
-            bullets.append(tuple(verdict))
-    bullets += failure_sentences(cells, regions)
-    if bullets:
-        section.blocks.append(BulletList(tuple(bullets)))
+        if pts:
+            panels.append((axis, pts, pareto_front(pts, axis.lower)))
     if panels:
         section.blocks.append(front_figure(dataset, panels))
     return section
 
 
-def summary_section(results: SuiteResults) -> Section:
-    """ "Summary": the answer first, one subsection per dataset."""
+def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> Section:
+    """ "Summary": the rule behind the recommendations, then one subsection per dataset."""
     section = Section("Summary", "summary")
     section.blocks.append(
         Paragraph.of(
             "Which approximation to trust for its cost, per dataset, generated from the stored "
-            "results: the reference posterior's convergence, the Pareto front of fidelity to "
-            "that reference and of test log-likelihood against fit time, the best method where "
-            "a paired t-test over splits and seeds at the 5% level says its lead is more than "
-            "noise (otherwise the tie), and what went wrong."
+            "results. The rule: rank on fidelity to the reference posterior where every "
+            "reference of the dataset that could be computed converged, otherwise on held-out "
+            "test log-likelihood. "
+            "Avoid a contestant with a cell worse than a constant predictor or that diverged, "
+            f"or whose predictive std out of range is below {OVERCONFIDENT:g} of a converged "
+            "reference's. Not judged: a failed or timed-out cell, or a reduced budget. Among "
+            "the rest, trust the best mean; the contestants a paired t-test over splits and "
+            "seeds at the 5% level cannot tell from it are as good, and the cheapest of them is "
+            "named; the others are worse."
         )
     )
     note = summary_note(results)
     if note is not None:
         section.blocks.append(note)
-    section.children = [dataset_summary(results, d) for d in results.datasets()]
+    section.children = [dataset_summary(results, d, recs[d]) for d in results.datasets()]
     return section

@@ -44,12 +44,14 @@ def _cells(groups: dict[str, dict[str, object]]) -> pd.DataFrame:
     return with_cost(pd.DataFrame(rows))
 
 
-def _reference(tmp_path: Path, converged: bool) -> ReferenceEntry:
-    (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
+def _reference(tmp_path: Path, converged: bool | None, split: int = 0) -> ReferenceEntry:
+    """A reference with predictions; ``converged=None``: an infeasible one, with none."""
+    if converged is not None:
+        (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
     return ReferenceEntry(
         dataset="sine",
-        split=0,
-        status="ok",
+        split=split,
+        status="ok" if converged is not None else "infeasible",
         converged=converged,
         note=None,
         gate={"rhat_max": 1.01, "ess_bulk_min": 400},
@@ -197,3 +199,11 @@ def test_contestants_avoided_for_one_reason_are_named_together_with_its_range(tm
     assert "avoid map/numpyro, ensemble/numpyro (4\u201325\u00d7 over-confident out of range)" in (
         rec.sentence()
     )
+
+
+def test_a_split_with_an_infeasible_reference_leaves_the_others_to_decide(tmp_path):
+    cells = _cells({"nuts": {"ref_w2": (1.0, 0.0)}, "map": {"ref_w2": (2.0, 0.0)}})
+    infeasible = _reference(tmp_path / "none", converged=None, split=1)
+    rec = recommend("sine", cells, [_reference(tmp_path, converged=True), infeasible])
+    assert rec.basis.column == "ref_w2"
+    assert recommend("sine", cells, [infeasible]).basis is None  # no test LL either

@@ -1,14 +1,16 @@
-"""The Summary: the Pareto front, the verdict sentences and the failures, from stored results."""
+"""The Summary: the Pareto front, each dataset's recommendation and its evidence table, from
+stored results."""
 
 from __future__ import annotations
 
 import math
 import re
+from html import unescape
 
 import pandas as pd
 
 from ppl_bnn.report.summary import Point, pareto_front, points
-from tests.report.helpers import section
+from tests.report.helpers import section, tables
 
 
 def _point(name: str, cost: float, quality: float, eligible: bool = True) -> Point:
@@ -27,24 +29,45 @@ def test_pareto_front_keeps_what_nothing_cheaper_beats() -> None:
     assert [p.group[0] for p in pareto_front(pts, lower=False)] == ["cheap", "dominated"]
 
 
-def test_summary_comes_first_and_names_front_and_failures(html: str) -> None:
+def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(html: str) -> None:
     assert re.findall(r'<section id="([^"]+)">\s*<h2', html)[0] == "summary"
     sine = section(html, "summary-sine")
-    text = re.sub(r"<[^>]+>", "", sine)
+    text = unescape(re.sub(r"<[^>]+>", "", sine))
     assert "Reference posterior: split 0: NumPyro NUTS, 2 chains" in text
     assert "not converged" in text
-    assert "Pareto front of test LL near zero against cost" in text
-    assert "Pareto front of test LL far against cost" in text
-    assert "Unusable (worse than a constant predictor), left out" in text
-    assert "map/pyro (1 of 1 cells; test LL near zero below the constant&#x27;s)" in sine
-    assert "Failed: nuts/pyro (1 of 1 cells)" in text
-    assert "Diverged: sgld/numpyro (1 of 1 cells)" in text
-    assert "Reduced budget, marked † and never ranked: nuts/pyro" in text
+    # The reference did not converge: the test LL decides, and the sentence says so.
+    assert (
+        "Recommendation: Trust nuts/numpyro (test LL 0.427); ensemble/numpyro ties with it at "
+        "1/3 of the cost (-0.685; 2 more tie); avoid sgld/numpyro (diverged); map/pyro (worse "
+        "than a constant predictor); not judged: nuts/pyro (failed). Ranked on held-out test "
+        "log-likelihood (the reference did not converge)."
+    ) in text
+    (evidence,) = tables(sine)
+    assert evidence[0] == [
+        "standing", "method", "backend", "W2 to ref.", "test LL", "cov 95%",
+        "std / ref. std out of range", "cost s", "flags",
+    ]  # fmt: skip
+    assert [row[:3] for row in evidence[1:]] == [
+        ["trust", "nuts", "numpyro"],
+        ["as good", "map", "numpyro"],
+        ["as good", "ensemble", "numpyro"],
+        ["as good", "svi", "pyro"],
+        ["avoid", "map", "pyro"],
+        ["avoid", "sgld", "numpyro"],
+        ["not judged", "nuts", "pyro"],
+    ]
+    flags = {tuple(row[1:3]): row[-1] for row in evidence[1:]}
+    assert flags[("nuts", "numpyro")] == "chains not converged (R\u0302 up to 1.03)"
+    assert flags[("map", "pyro")] == "worse than a constant predictor in 1 of 1 cells"
+    assert flags[("sgld", "numpyro")] == "diverged in 1 of 1 cells"
+    assert flags[("nuts", "pyro")] == "failed in 1 of 1 cells; reduced budget \u2020"
     assert 'id="fig-sine-summary-front"' in sine
-    blobs = re.sub(r"<[^>]+>", "", section(html, "summary-blobs"))
+    blobs = unescape(re.sub(r"<[^>]+>", "", section(html, "summary-blobs")))
     assert "split 0: NumPyro NUTS" in blobs and "converged" in blobs
-    # Classification cells have no test_ll column of their own: -NLL stands in.
-    assert "Pareto front of test LL (-NLL) against cost: svi/pyro" in blobs
+    # Split 1's reference is infeasible; split 0's converged: fidelity decides. Classification
+    # cells have no test_ll column of their own: -NLL stands in.
+    assert "Trust svi/pyro (TV to ref. 0.0736). Ranked on fidelity to a converged" in blobs
+    assert tables(section(html, "summary-blobs"))[0][0][3:5] == ["TV to ref.", "test LL"]
 
 
 def test_a_tuned_contestants_cost_includes_its_tuning() -> None:
