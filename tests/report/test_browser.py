@@ -1,5 +1,6 @@
 """The HTML report in a real browser: no errors, nothing loaded from outside, nothing wider than a
-1280-px window, every figure decoded, the Summary first, published rows shaded and linked.
+1280-px window, every figure decoded, the answer (recommendations and scoreboard) inside the
+first 1280 x 800 screen, the Summary the first section, published rows shaded and linked.
 
 Drives Debian's ``chromium`` through playwright (``playwright install`` cannot work offline); the
 browser tests skip when either is missing, the layout test without a browser always runs.
@@ -15,10 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure as MplFigure
 
+from ppl_bnn.bench.suite import load_suite
+from ppl_bnn.reference import PREDICTIONS_FILE
 from ppl_bnn.report import render_report
+from ppl_bnn.report.answer import answer_blocks
 from ppl_bnn.report.document import (
     BulletList,
     Details,
@@ -29,6 +35,8 @@ from ppl_bnn.report.document import (
     Table,
 )
 from ppl_bnn.report.html import CSS, render_html
+from ppl_bnn.report.load import ReferenceEntry
+from ppl_bnn.report.recommend import recommend, with_cost
 from tests.report.pruning_records import write_pruning_suite
 
 pytestmark = pytest.mark.runtime(40)  # seconds on 2 cores, with the other report modules
@@ -107,9 +115,10 @@ def browser() -> Iterator[Any]:
 
 
 @contextmanager
-def _open(browser: Any, path: Path) -> Iterator[Opened]:
-    """``path`` loaded in a fresh 1280 x 900 page, recording every request and error."""
-    context = browser.new_context(viewport=VIEWPORT)
+def _open(browser: Any, path: Path, viewport: dict[str, int] = VIEWPORT) -> Iterator[Opened]:
+    """``path`` loaded in a fresh page (1280 x 900 unless told), recording every request and
+    error."""
+    context = browser.new_context(viewport=viewport)
     try:
         page = context.new_page()
         opened = Opened(page, path, path.resolve().as_uri())
@@ -310,3 +319,107 @@ def test_published_pruning_rows_are_shaded_linked_and_only_under_the_mlps(
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= VIEWPORT["width"], page.evaluate(OVERFLOWING_JS)
         assert opened.console_errors == [] and opened.page_errors == []
+
+
+#: The first screen the answer must fit in.
+FIRST_SCREEN = {"width": 1280, "height": 800}
+#: Groups whose made-up predictive is over-confident out of range, by how much (std ratio).
+OVERCONFIDENT_AT = {
+    **dict.fromkeys(("map", "map (tuned)", "swag (tuned)"), 0.04),
+    **dict.fromkeys(("ensemble", "ensemble (tuned)"), 0.27),
+    **{"mcdropout": 0.11, "mcdropout (tuned)": 0.09},
+}
+
+
+def _default_shaped_answer(tmp_path: Path) -> Document:
+    """A report with the default suite's datasets, contestants and replicates (from
+    ``benchmarks/default.toml``), made-up metrics that give every grade, and a Summary below."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for cell in load_suite("default").cells():
+        if cell.sweep is not None:
+            continue
+        method = f"{cell.method} (tuned)" if cell.tune else cell.method
+        quality = 1.0 + (sum(map(ord, method)) % 17)  # a fixed, distinct level per method
+        classification = cell.dataset == "digits"
+        rows.append(
+            {
+                "dataset": cell.dataset,
+                "method": method,
+                "backend": cell.backend,
+                "split": cell.split,
+                "seed": cell.seed,
+                "status": "ok",
+                "rmse": np.nan if classification else 1.0,
+                "nll" if classification else "test_ll": quality + rng.normal(),
+                "ref_w2": np.nan if classification else quality * rng.uniform(0.8, 1.2),
+                "ref_std_ratio_out": OVERCONFIDENT_AT.get(method, 1.0),
+                "flags": "test log-likelihood below the constant predictor's"
+                if (method, cell.dataset) in {("svi", "gap"), ("lowrank", "gap")}
+                else None,
+                "time_total": rng.uniform(0.1, 50.0),
+                "time_compile": 0.0,
+            }
+        )
+    cells = pd.DataFrame(rows)
+    (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
+    recs = {}
+    for dataset in ("digits", "diabetes", "gap", "sine"):
+        references = [
+            ReferenceEntry(dataset, 0, "ok", True, None, {}, {}, {}, 1.0, tmp_path)
+        ] if dataset != "digits" else []  # fmt: skip
+        mine = with_cost(cells[cells["dataset"] == dataset])
+        recs[dataset] = recommend(dataset, mine, references)
+    summary = Section("Summary", "summary", [Paragraph.of("The evidence.")])
+    return Document(
+        "Benchmark report: default",
+        "A suite description that a reader unfolds.",
+        [summary],
+        problems=(("one problem",),),
+        answer=answer_blocks(recs),
+    )
+
+
+def test_the_answer_fits_the_first_screen_of_a_default_sized_report(
+    browser: Any, tmp_path: Path
+) -> None:
+    document = _default_shaped_answer(tmp_path)
+    path = tmp_path / "index.html"
+    path.write_text(render_html(document), encoding="utf-8")
+    with _open(browser, path, FIRST_SCREEN) as opened:
+        page = opened.page
+        boxes = page.evaluate(
+            "[...document.querySelectorAll('#answer li, #answer .scoreboard')].map(e => {"
+            " const r = e.getBoundingClientRect();"
+            " return [e.className || e.innerText.split(':')[0], r.top, r.bottom, r.right]; })"
+        )
+        names = [name for name, *_ in boxes]
+        assert names == ["digits", "diabetes", "gap", "sine", "table-wrap scoreboard"]
+        outside = [box for box in boxes if not (box[1] >= 0 and box[2] <= 800 and box[3] <= 1280)]
+        assert outside == []
+        grades = page.evaluate(
+            "[...new Set([...document.querySelectorAll('.scoreboard td')].map(td => td.className))]"
+        )
+        assert {"mark-trust", "mark-as-good", "mark-worse", "mark-avoid", "none"} <= set(grades)
+        hover = page.evaluate(
+            "document.querySelector('.scoreboard td.mark-trust').getAttribute('title')"
+        )
+        assert re.search(r"on \w+: trust; (W2 to ref\.|test LL) [-\d.]+ ± [\d.]+; [\d.]+ s$", hover)
+        # The suite's description and the contents come after the answer, folded.
+        about = page.evaluate(
+            "(() => { const d = document.querySelector('details.about');"
+            " return [d.open, d.getBoundingClientRect().top,"
+            " document.querySelector('#answer').getBoundingClientRect().bottom]; })()"
+        )
+        assert about[0] is False and about[1] >= about[2]
+        assert opened.console_errors == [] and opened.page_errors == []
+
+
+def test_the_tiny_suites_answer_names_each_dataset(report: Opened) -> None:
+    items = report.page.evaluate(
+        "[...document.querySelectorAll('#answer li')].map(li => li.innerText)"
+    )
+    assert [item.split(":")[0] for item in items] == ["sine", "blobs"]
+    assert items[0].startswith("sine: Trust nuts/numpyro (test LL 0.427)")
+    report.page.click("#answer a[href='#summary-blobs']")
+    report.page.wait_for_function("location.hash === '#summary-blobs'")
