@@ -138,11 +138,28 @@ class WarmWorker:
             os.close(write_fd)
         self._replies = read_fd
         self._buffer = b""
-        # A worker that cannot start is lost as a crash, not as its first cell's timeout.
-        ready = self._reply(START_TIMEOUT_S, "starting", cell_timeout=False)
+        ready = self._started()
         self.pid = int(ready["pid"])
         self.start_seconds = now() - started
         logger.debug("worker %d started in %.1f s (%s)", self.pid, self.start_seconds, profile)
+
+    def _started(self) -> dict[str, Any]:
+        """The worker's ready message. It starts in the open: a Ctrl-C while it imports torch
+        and JAX ends it at once (:class:`Interrupted`), and a worker that cannot start is lost
+        as a crash, not as its first cell's timeout."""
+        with _idle.lock:
+            _idle.starting.add(self)
+        try:
+            if _interrupted.is_set():  # interrupted before it was listed as starting
+                self.end()
+            return self._reply(START_TIMEOUT_S, "starting", cell_timeout=False)
+        except WorkerLost as lost:
+            if _interrupted.is_set():
+                raise Interrupted("the sweep was interrupted") from lost
+            raise
+        finally:
+            with _idle.lock:
+                _idle.starting.discard(self)
 
     @property
     def alive(self) -> bool:
@@ -236,6 +253,9 @@ class WarmWorker:
         if not self._stderr.closed:
             with contextlib.suppress(OSError):
                 os.close(self._replies)
+            if self.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.proc.stdin.close()
             self._stderr.close()
 
 
@@ -256,12 +276,13 @@ def _memory_ceiling() -> float:
 
 
 class _Idle:
-    """This process's idle workers, and those running a task (``busy``)."""
+    """This process's idle workers, those running a task (``busy``) and those starting."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.workers: list[WarmWorker] = []
         self.busy: set[WarmWorker] = set()
+        self.starting: set[WarmWorker] = set()
 
 
 _idle = _Idle()
@@ -270,11 +291,11 @@ _interrupted = threading.Event()
 
 
 def interrupt() -> None:
-    """End every worker of this process now, busy or idle (a Ctrl-C): their tasks raise
-    :class:`Interrupted`, and no worker starts until :func:`allow_work`."""
+    """End every worker of this process now, busy, idle or starting (a Ctrl-C): their tasks
+    raise :class:`Interrupted`, and no worker starts until :func:`allow_work`."""
     _interrupted.set()
     with _idle.lock:
-        busy, idle = list(_idle.busy), _idle.workers
+        busy, idle = [*_idle.busy, *_idle.starting], _idle.workers
         _idle.workers = []
     for worker in busy:
         # Only the signal: the thread waiting on its reply pipe sees it close and cleans up.

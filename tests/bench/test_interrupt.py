@@ -4,10 +4,13 @@ sweep resumes."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,7 +43,9 @@ def _bench(suite: Path, reports: Path, *extra: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "ppl_bnn.cli", "bench", "--suite", str(suite)]
     command += ["--jobs", "1", "--no-reference", "--no-report", "--no-jax-cache"]
     command += ["--reports-dir", str(reports), *extra]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def _wait_for(path: Path, timeout_s: float) -> None:
@@ -58,13 +63,18 @@ def test_one_ctrl_c_stops_the_sweep_at_once_and_keeps_what_finished(tmp_path: Pa
     done = cells / "sine-split0-map-numpyro-seed0" / RECORD_FILE
     running = cells / "sine-split0-svi-numpyro-seed0"
     sweep = _bench(suite, reports)
-    _wait_for(done, timeout_s=180)
-    time.sleep(3.0)  # the svi cell is now fitting in its worker
-    finished_at = json.loads(done.read_text())["finished_at"]
-    sent = time.monotonic()
-    sweep.send_signal(signal.SIGINT)
-    _, stderr = sweep.communicate(timeout=60)
-    stopped_in = time.monotonic() - sent
+    try:
+        _wait_for(done, timeout_s=180)
+        time.sleep(3.0)  # the svi cell is now fitting in its worker
+        finished_at = json.loads(done.read_text())["finished_at"]
+        sent = time.monotonic()
+        sweep.send_signal(signal.SIGINT)
+        _, stderr = sweep.communicate(timeout=60)
+        stopped_in = time.monotonic() - sent
+    finally:  # a sweep that did not stop is not left running into the next test
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+            sweep.communicate()
     assert sweep.returncode == 130, stderr
     assert stopped_in < 10, stopped_in
     assert "Traceback" not in stderr, stderr
@@ -78,6 +88,38 @@ def test_one_ctrl_c_stops_the_sweep_at_once_and_keeps_what_finished(tmp_path: Pa
     assert again.returncode == 0, stderr
     assert "no cell ran; 1 skipped as already done" in stderr
     assert json.loads(done.read_text())["finished_at"] == finished_at
+
+
+def test_a_worker_still_starting_is_ended_by_the_interrupt() -> None:
+    """A Ctrl-C while a worker imports torch and JAX ends it then, not once it is ready."""
+    outcome: list[BaseException | None] = []
+
+    def start() -> None:
+        try:
+            pool.WarmWorker(pool.Profile(1)).kill()
+            outcome.append(None)
+        except BaseException as err:  # handed to the test thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    try:
+        _wait_until(lambda: pool._idle.starting, timeout_s=30)
+        time.sleep(0.3)  # it is importing
+        pool.interrupt()
+        thread.join(timeout=30)
+    finally:
+        pool.allow_work()
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], pool.Interrupted), outcome
+    assert not pool._idle.starting
+
+
+def _wait_until(condition: Callable[[], object], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_after_an_interrupt_no_worker_starts_until_the_next_sweep() -> None:
