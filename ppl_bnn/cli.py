@@ -24,7 +24,7 @@ from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.data import fetch, resolve_data_dir
 from ppl_bnn.reference import describe_reference
-from ppl_bnn.report import render_report, report_is_current
+from ppl_bnn.report import recommendation_lines, render_report, report_is_current
 from ppl_bnn.report.live import LiveReport
 
 logger = logging.getLogger("ppl_bnn.cli")
@@ -105,6 +105,8 @@ def _bench(args: argparse.Namespace) -> int:
                     results / "index.html")  # fmt: skip
     else:
         _render(results)
+    if not args.no_report:
+        _print_recommendations(results)
     failed = False
     if summary.failed_references:
         # A missing reference loses the comparisons with it, not the cells' results; the sweep
@@ -164,6 +166,12 @@ def _render(results: Path) -> None:
     logger.info("report written to %s", index)
 
 
+def _print_recommendations(report_dir: Path) -> None:
+    """The report's answer on stdout, one line per dataset."""
+    for line in recommendation_lines(report_dir):
+        print(line)
+
+
 def _report(args: argparse.Namespace) -> int:
     configs = None
     try:
@@ -182,6 +190,7 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     index = render_report(results, configs=configs)
     logger.info("report written to %s", index)
+    _print_recommendations(index.parent)
     return 0
 
 

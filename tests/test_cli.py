@@ -196,7 +196,7 @@ def test_report_refuses_a_suite_path_whose_name_leaves_the_reports_folder(
 
 
 def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     suite = tmp_path / "tiny.toml"
     suite.write_text(TINY_SUITE.replace("NAME", "tiny"))
@@ -210,6 +210,10 @@ def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone
     assert "tiny: 1 cells, 0 to run, 1 already done" in caplog.text
     assert "tiny: no cell ran; 1 skipped as already done; " in caplog.text
     assert "nothing ran: the report" in caplog.text and index.stat().st_mtime_ns == rendered
+    # The answer is printed at the end of every run, from the report's summary.json.
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and printed[0] == printed[1]
+    assert printed[0].startswith("sine: Trust svi/numpyro (test LL ")
     suite.write_text(TINY_SUITE.replace("NAME", "tiny") + "[methods.map]\nnum_steps = 20\n")
     caplog.clear()
     with caplog.at_level(logging.INFO):
@@ -223,6 +227,7 @@ def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone
     edited = TINY_SUITE.replace("NAME", "tiny").replace("num_steps = 50", "num_steps = 60")
     suite.write_text(edited + "[methods.map]\nnum_steps = 20\n")
     assert main(["report", "--suite", str(suite), "--reports-dir", str(reports)]) == 0
+    assert capsys.readouterr().out.startswith("sine: ")
     page = unescape(index.read_text(encoding="utf-8"))
     stale = f"1 cell stored with another configuration than the suite's ({suite}, as it is now)"
     assert stale in page

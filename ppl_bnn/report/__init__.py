@@ -5,8 +5,10 @@
 PosixPath('reports/default/index.html')
 
 Writes ``index.html`` (self-contained: inline CSS, base64 PNG figures), ``report.md`` (the same
-tables, figures linked from ``figures/``), ``figures/*.png`` and ``results.csv`` (one row per
-cell; for a performance suite, one row per measured quantity, see :mod:`.perf`). Every number
+tables, figures linked from ``figures/``), ``figures/*.png``, ``results.csv`` (one row per
+cell; for a performance suite, one row per measured quantity, see :mod:`.perf`) and, beside
+it, ``summary.json``: the recommendation per dataset (:mod:`.recommend`), its sentence and every
+contestant's standing. Every number
 comes from the stored records and netCDF files, except published reference figures
 (:mod:`ppl_bnn.report.references`), which are labelled with their source.
 """
@@ -40,9 +42,18 @@ HTML_FILE = "index.html"
 STATE_FILE = ".report-state"
 MARKDOWN_FILE = "report.md"
 CSV_FILE = "results.csv"
+#: The recommendations as data: ``{"suite": ..., "datasets": [...]}``.
+SUMMARY_FILE = "summary.json"
 FIGURES_DIR = "figures"
 
-__all__ = ["SuiteResults", "load_results", "render_report", "report_is_current", "results_csv"]
+__all__ = [
+    "SuiteResults",
+    "load_results",
+    "recommendation_lines",
+    "render_report",
+    "report_is_current",
+    "results_csv",
+]
 
 
 def results_csv(results: SuiteResults) -> str:
@@ -127,6 +138,9 @@ def render_report(
         out / CSV_FILE,
         rows_frame(results.records).to_csv(index=False) if perf else results_csv(results),
     )
+    if not perf:
+        summary = {"suite": results.name, "datasets": list(document.verdict)}
+        _write(out / SUMMARY_FILE, json.dumps(summary, indent=2, allow_nan=False) + "\n")
     _write(out / MARKDOWN_FILE, render_markdown(document, FIGURES_DIR))
     index = out / HTML_FILE
     _write(index, render_html(document))
@@ -140,3 +154,13 @@ def render_report(
         time.perf_counter() - start,
     )
     return index
+
+
+def recommendation_lines(report_dir: str | Path) -> list[str]:
+    """``"<dataset>: <recommendation>"`` per dataset, from a rendered report's
+    ``summary.json`` (none where it has no such file, as a performance suite's)."""
+    try:
+        summary = json.loads((Path(report_dir) / SUMMARY_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [f"{entry['dataset']}: {entry['sentence']}" for entry in summary.get("datasets", [])]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from html import unescape
 from pathlib import Path
 
 import pytest
 
-from ppl_bnn.report import fmt, render_report
+from ppl_bnn.report import fmt, recommendation_lines, render_report
 from tests.report.builder import BUDGET_NOTE, FAILED_MESSAGE, subset
 from tests.report.helpers import row, section, tables
 
@@ -39,6 +40,22 @@ def test_every_file_is_written(report_dir: Path, html: str) -> None:
     ):
         assert (report_dir / "figures" / f"{name}.png").is_file(), name
     assert "Parts that could not be built" not in html
+
+
+def test_summary_json_holds_the_recommendations_the_page_shows(report_dir: Path, html: str) -> None:
+    summary = json.loads((report_dir / "summary.json").read_text())
+    assert [d["dataset"] for d in summary["datasets"]] == ["sine", "blobs"]
+    answer = unescape(re.sub(r"<[^>]+>", "", html[html.index('<div id="answer"') :]))
+    for entry in summary["datasets"]:
+        assert f"{entry['dataset']}: {entry['sentence']}" in answer
+    sine = summary["datasets"][0]
+    assert sine["basis"] == "test_ll" and "did not converge" in sine["basis_why"]
+    grades = {(s["method"], s["backend"]): s["grade"] for s in sine["standings"]}
+    assert grades[("nuts", "numpyro")] == "trust"
+    assert grades[("sgld", "numpyro")] == "avoid" and grades[("nuts", "pyro")] == "not judged"
+    assert recommendation_lines(report_dir) == [
+        f"{d['dataset']}: {d['sentence']}" for d in summary["datasets"]
+    ]
 
 
 def test_html_is_self_contained(html: str) -> None:
