@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 from collections import Counter
 from html import unescape
 from pathlib import Path
@@ -16,6 +18,7 @@ from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary, run_suite
 from ppl_bnn.bench.suite import parse_suite
 from ppl_bnn.cli import build_parser, main
 from tests.data.conftest import DEFAULT_SHARED_DATA
+from tests.report.helpers import section
 
 
 def test_report_without_results(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -222,6 +225,12 @@ def test_a_rerun_with_nothing_to_do_keeps_the_report_and_a_new_method_runs_alone
     assert "tiny: 1 ok; 1 skipped as already done; " in caplog.text  # not "2 ok"
     assert "nothing ran" not in caplog.text and index.stat().st_mtime_ns > rendered
     assert "map" in index.read_text(encoding="utf-8")
+    # Two runs produced cells (the one that ran nothing is not listed), and the overview says so.
+    runs = json.loads((reports / "tiny" / "suite.json").read_text())["runs"]
+    assert [(r["cells_run"], r["interrupted"]) for r in runs] == [(1, False), (1, False)]
+    overview = unescape(re.sub(r"<[^>]+>", "", section(index.read_text(), "overview")))
+    minutes = [f"{r['wall_s'] / 60:.1f} minutes (1 cell)" for r in runs]
+    assert f"they come from 2 runs: {minutes[0]}, {minutes[1]}." in overview
     # `ppl-bnn report --suite FILE` checks the stored cells against FILE as it is now: the svi
     # cell, stored with 50 steps, is of another configuration once the file says 60.
     edited = TINY_SUITE.replace("NAME", "tiny").replace("num_steps = 50", "num_steps = 60")

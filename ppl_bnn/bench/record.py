@@ -36,6 +36,8 @@ from ppl_bnn.reference import PREDICTIONS_FILE  # noqa: F401 - a cell's file nam
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "record.json"
+#: A results folder's description of its suite, its cells and the runs that produced them.
+SUITE_FILE = "suite.json"
 IDATA_FILE = "inference_data.nc"
 ATTEMPTS_DIR = "attempts"
 #: Where a record this version cannot read is kept when its cell runs again.

@@ -48,6 +48,7 @@ from ppl_bnn.bench.record import (
     FAILED,
     PREDICTIONS_FILE,
     RECORD_FILE,
+    SUITE_FILE,
     read_attempts,
     read_record,
     record_problem,
@@ -493,7 +494,7 @@ def write_suite_file(
         **extra,
     }
     text = json.dumps(data, indent=2)
-    path = results_dir / "suite.json"
+    path = results_dir / SUITE_FILE
     write_atomic(path, lambda tmp: Path(tmp).write_text(text))
     path.chmod(FILE_MODE)
 
@@ -556,7 +557,7 @@ def run_suite(
             )
         jobs = 1 if jobs is None else jobs
     check_selection(suite.name, only, suite.selectable())  # a typo, before any folder is made
-    start = now()
+    start, started_at = now(), timestamp()
     results = Path(results_dir)
     results.mkdir(parents=True, exist_ok=True)
     with hold_lock(results / LOCK_FILE, wait=wait):
@@ -591,7 +592,10 @@ def run_suite(
         for outcome in ref_done:
             publish_reference(outcome, root, results)
         summary.references.extend(ref_done)
-        write_suite_file(suite, results, cells, references=references, configs=configs, wall_s=None)
+        runs = previous_runs(results)
+        write_suite_file(
+            suite, results, cells, references=references, configs=configs, wall_s=None, runs=runs
+        )
         logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
                     len(kept))  # fmt: skip
         if ref_jobs:
@@ -599,25 +603,56 @@ def run_suite(
                         len(ref_todo), root)  # fmt: skip
 
         executor_cm, threads, in_flight = _executor(jobs, dask_address)
-        _sweep(
-            executor_cm,
-            ref_todo,
-            [(cell, cells_dir / cell.cell_id) for cell in todo],
-            summary,
-            root=root,
-            results=results,
-            on_progress=on_progress,
-            in_flight=in_flight,
-            data_dir=data_dir,
-            threads=threads,
-            jax_cache=jax_cache,
-        )
+
+        def finish(interrupted: bool) -> None:
+            """Write ``suite.json`` with this run among the runs, if it produced anything."""
+            summary.wall_s = now() - start
+            run = _run_entry(summary, started_at, interrupted)
+            done = [*runs, run] if run["cells_run"] or run["references_computed"] else runs
+            write_suite_file(suite, results, cells, references=references, configs=configs,
+                             wall_s=summary.wall_s, runs=done)  # fmt: skip
+
+        try:
+            _sweep(
+                executor_cm,
+                ref_todo,
+                [(cell, cells_dir / cell.cell_id) for cell in todo],
+                summary,
+                root=root,
+                results=results,
+                on_progress=on_progress,
+                in_flight=in_flight,
+                data_dir=data_dir,
+                threads=threads,
+                jax_cache=jax_cache,
+            )
+        except KeyboardInterrupt:
+            finish(interrupted=True)
+            raise
         _in_job_order(summary, ref_jobs)
-        summary.wall_s = now() - start
-        write_suite_file(
-            suite, results, cells, references=references, configs=configs, wall_s=summary.wall_s
-        )
+        finish(interrupted=False)
         return summary
+
+
+def previous_runs(results: Path) -> list[dict[str, Any]]:
+    """The runs ``suite.json`` lists (none where it is missing, unreadable or lists none)."""
+    try:
+        runs = json.loads((results / SUITE_FILE).read_text()).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
+
+
+def _run_entry(summary: SweepSummary, started_at: str, interrupted: bool) -> dict[str, Any]:
+    """What ``suite.json`` keeps of one run: when, how long, and what it produced."""
+    return {
+        "started_at": started_at,
+        "finished_at": timestamp(),
+        "wall_s": round(summary.wall_s, 3),
+        "cells_run": sum(summary.ran.values()),
+        "references_computed": sum(r.source == "computed" for r in summary.references),
+        "interrupted": interrupted,
+    }
 
 
 def run_references(

@@ -32,6 +32,7 @@ from ppl_bnn.bench.record import (
     COMPLETE,
     PREDICTIONS_FILE,
     RECORD_FILE,
+    SUITE_FILE,
     RecordError,
     cell_dirs,
     holds_results,
@@ -45,7 +46,6 @@ from ppl_bnn.reference import REFERENCE_FILE, REFERENCES_DIR, read_reference
 
 logger = logging.getLogger(__name__)
 
-SUITE_FILE = "suite.json"
 #: Identity columns of the cells frame, in order.
 ID_COLUMNS = ("cell_id", "suite", "dataset", "split", "method", "backend", "seed")
 #: Canonical order of methods in tables, legends and colours: the method table's

@@ -79,6 +79,9 @@ def test_one_ctrl_c_stops_the_sweep_at_once_and_keeps_what_finished(tmp_path: Pa
     assert stopped_in < 10, stopped_in
     assert "Traceback" not in stderr, stderr
     assert "interrupted" in stderr, stderr
+    # suite.json lists the run, interrupted, with the one cell it finished.
+    (run,) = json.loads((reports / "interrupted" / "suite.json").read_text())["runs"]
+    assert (run["cells_run"], run["interrupted"]) == (1, True)
     # The running cell left nothing behind: no record, no staging folder.
     assert not (running / RECORD_FILE).exists()
     assert not [p for p in cells.iterdir() if p.name.startswith(".")], stderr
