@@ -35,13 +35,16 @@ def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(html
     text = unescape(re.sub(r"<[^>]+>", "", sine))
     assert "Reference posterior: split 0: NumPyro NUTS, 2 chains" in text
     assert "not converged" in text
-    # The reference did not converge: the test LL decides, and the sentence says so.
-    assert (
-        "Recommendation: Trust nuts/numpyro (test LL 0.427); ensemble/numpyro ties with it at "
-        "1/3 of the cost (-0.685; 2 more tie); avoid sgld/numpyro (diverged); map/pyro (worse "
-        "than a constant predictor); not judged: nuts/pyro (failed). Ranked on held-out test "
-        "log-likelihood (the reference did not converge)."
-    ) in text
+    # The reference did not converge: the test LL decides, and the sentence says so. Which tie
+    # is the cheapest depends on measured fit times: only its form is checked.
+    sentence = re.search(r"Recommendation: (.*?converge\)\.)", text).group(1)
+    assert re.fullmatch(
+        r"Trust nuts/numpyro \(test LL 0\.427\); \S+/\w+ ties with it at (1/\d+ of|[\d.]+\u00d7) "
+        r"the cost \([-\d.]+; 2 more tie\); avoid sgld/numpyro \(diverged\); map/pyro \(worse "
+        r"than a constant predictor\); not judged: nuts/pyro \(failed\)\. Ranked on held-out "
+        r"test log-likelihood \(the reference did not converge\)\.",
+        sentence,
+    ), sentence
     (evidence,) = tables(sine)
     assert evidence[0] == [
         "standing", "method", "backend", "W2 to ref.", "test LL", "cov 95%",
