@@ -296,17 +296,19 @@ def recommend(
         for key in rankable:
             grade = Grade.TRUST if key == top else Grade.AS_GOOD if key in tie else Grade.WORSE
             values = groups[key][basis.column].astype(float)
-            standings[key] = Standing(key, grade, *mean_se(values), _mean(groups[key][COST]))
-    order = sorted(
-        standings.values(),
-        key=lambda s: (
+            cost = mean_se(groups[key][COST])[0]
+            standings[key] = Standing(key, grade, *mean_se(values), cost)
+
+    def order(s: Standing) -> tuple:
+        value = s.value if basis is not None and basis.lower else -s.value
+        return (
             list(Grade).index(s.grade),
-            s.value if basis is not None and basis.lower else -s.value,
+            value if np.isfinite(value) else math.inf,
             method_key(s.group[0]),
             backend_key(s.group[1]),
-        ),
-    )
-    return Recommendation(dataset, basis, tuple(order))
+        )
+
+    return Recommendation(dataset, basis, tuple(sorted(standings.values(), key=order)))
 
 
 def _tie_group(cells: pd.DataFrame, basis: Basis, rankable: set[Group]) -> tuple[set[Group], Group]:
@@ -318,12 +320,6 @@ def _tie_group(cells: pd.DataFrame, basis: Basis, rankable: set[Group]) -> tuple
     if verdict.best is not None:
         return {verdict.best}, verdict.best
     return set(verdict.tied), verdict.top
-
-
-def _mean(values: pd.Series) -> float:
-    v = values.to_numpy(dtype=float)
-    v = v[np.isfinite(v)]
-    return float(v.mean()) if len(v) else math.nan
 
 
 def mean_se(values: pd.Series) -> tuple[float, float]:
