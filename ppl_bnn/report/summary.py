@@ -1,11 +1,12 @@
 """The report's first section: which approximation to trust on each dataset, for what cost.
 
 Everything here is generated from the stored results. Per dataset it gives the reference
-posterior's verdict, the Pareto front of quality against cost (a figure with error bars and the
-front named in words), the winner of each headline metric or the tie, and the notable failures:
-unusable fits, over-confidence where no training input lies, divergences, chains that did not
-converge, failures and timeouts. Only eligible (method, backend) pairs enter the front and the
-ranking (every cell ok, unflagged, full budget; see :mod:`.ranking`).
+posterior's verdict, the recommendation (:mod:`.recommend`), one evidence table (each
+contestant's standing, fidelity, test log-likelihood, calibration, out-of-range std, cost and
+flags: unusable fits, over-confidence, divergences, chains that did not converge, failures,
+reduced budgets) and the Pareto figure of quality against cost. Only eligible (method, backend)
+pairs are drawn filled and joined on the front (every cell ok, unflagged, full budget; see
+:mod:`.ranking`).
 
 Cost is the fit's wall time without compilation (``total - compile``): compiling once is JAX's
 and torch's price, paid again only in a new process with no compilation cache; it is drawn apart.
@@ -99,10 +100,6 @@ def pareto_front(pts: Sequence[Point], lower: bool) -> list[Point]:
             front.append(p)
             best = score
     return front
-
-
-def _name(group: Group) -> str:
-    return f"{group[0]}/{group[1]}"
 
 
 def _axes(
