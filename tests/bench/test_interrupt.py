@@ -44,8 +44,19 @@ def _bench(suite: Path, reports: Path, *extra: str) -> subprocess.Popen:
     command += ["--jobs", "1", "--no-reference", "--no-report", "--no-jax-cache"]
     command += ["--reports-dir", str(reports), *extra]
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # As a terminal's Ctrl-C would find it, even where this test runs with SIGINT ignored
+        # (started in the background by a shell without job control, which children inherit).
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(path: Path, timeout_s: float) -> None:
