@@ -39,24 +39,23 @@ num_draws = 10
 """
 
 
+#: ``python -c`` this, then the ``ppl-bnn`` arguments: the CLI with Ctrl-C's default action, as a
+#: terminal's Ctrl-C finds it, even where this test runs with SIGINT ignored (a background job
+#: of a shell without job control, which its children inherit). A ``preexec_fn`` would do the
+#: same but forks a process in which JAX runs threads.
+WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'ppl_bnn.cli', *sys.argv[1:]])"
+)
+
+
 def _bench(suite: Path, reports: Path, *extra: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "ppl_bnn.cli", "bench", "--suite", str(suite)]
+    command = [sys.executable, "-c", WITH_DEFAULT_SIGINT, "bench", "--suite", str(suite)]
     command += ["--jobs", "1", "--no-reference", "--no-report", "--no-jax-cache"]
     command += ["--reports-dir", str(reports), *extra]
     return subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        # As a terminal's Ctrl-C would find it, even where this test runs with SIGINT ignored
-        # (started in the background by a shell without job control, which children inherit).
-        preexec_fn=_default_sigint,
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(path: Path, timeout_s: float) -> None:
