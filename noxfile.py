@@ -41,14 +41,29 @@ LAPLACE_TORCH = [
 ]
 
 
+def _install(session: nox.Session, *requirements: list[str]) -> None:
+    """``pip install`` each list of arguments, then byte-compile the environment on every core.
+
+    pip compiles every file it installs, on one core: about 30 of the 50 s that installing the
+    stack takes on 2 cores. Compiled afterwards by ``compileall`` on every core it takes half
+    that, and later processes import from byte-code as before. A file that does not compile is
+    named and skipped, as pip skips it."""
+    for args in requirements:
+        session.install("--no-compile", *args)
+    session.run(
+        "python", "-c",
+        "import compileall, sysconfig; "
+        "compileall.compile_dir(sysconfig.get_path('purelib'), quiet=1, workers=0)",
+    )  # fmt: skip
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite on every core (pass pytest arguments after ``--``), a test module's
     tests on one worker so that its module-scoped fits run once, the long modules first (in the
     order ``tests/conftest.py`` sorts them, which ``--no-loadscope-reorder`` keeps); the
     laplace-torch cross-check must run here, not skip (``PPL_BNN_REQUIRE_LAPLACE_TORCH``)."""
-    session.install("-e", ".[test]")
-    session.install("--no-deps", *LAPLACE_TORCH)
+    _install(session, ["-e", ".[test]"], ["--no-deps", *LAPLACE_TORCH])
     env = {**_data_env(), "PPL_BNN_REQUIRE_LAPLACE_TORCH": "1"}
     session.run(
         "pytest",
@@ -66,7 +81,7 @@ def bench(session: nox.Session) -> None:
     """Run a benchmark suite and write its report into ``reports/<suite>/`` (default: the
     offline ``default`` suite); arguments after ``--`` go to ``ppl-bnn bench``, e.g.
     ``nox -s bench -- --suite uci --data-dir ../shared/data --splits 2``."""
-    session.install("-e", ".")
+    _install(session, ["-e", "."])
     # A Ctrl-C reaches ppl-bnn too: give it the seconds it needs to stop its cells and exit 130
     # (nox's default is to terminate it after 0.3 s).
     session.run(
@@ -78,7 +93,7 @@ def bench(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """Re-render a suite's report from stored results, without refitting
     (``nox -s report -- --suite uci``)."""
-    session.install("-e", ".")
+    _install(session, ["-e", "."])
     session.run("ppl-bnn", "report", *session.posargs)
 
 

@@ -13,18 +13,28 @@ Every cell is compared with the reference of its own (dataset, split) (see
 
 A reference that failed its convergence gate still gives numbers; ``ref_converged`` says so and
 the report labels them.
+
+The distances take a third of a report's time on the default suite, and a sweep renders its
+report many times (:mod:`ppl_bnn.report.live`). Each cell's are kept in the results folder
+(:data:`MEMO_FILE`), keyed by the size and modification time of its and its reference's
+predictions file and by the source of the code that computes them, so that a later render
+computes only the cells that are new or changed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ppl_bnn import metrics
-from ppl_bnn.report.load import SuiteResults
+from ppl_bnn.files import write_atomic
+from ppl_bnn.report.load import PREDICTIONS_FILE, SuiteResults
 from ppl_bnn.report.stats import spread
 
 logger = logging.getLogger(__name__)
@@ -39,6 +49,8 @@ REGRESSION_COLUMNS = ("ref_w2", "ref_ks", "ref_std_ratio", "ref_std_ratio_in", "
 CLASSIFICATION_COLUMNS = ("ref_agreement", "ref_tv")
 COLUMNS = (*REGRESSION_COLUMNS, *CLASSIFICATION_COLUMNS)
 _VARIABLES = ("test_y", "test_f", "test_sigma", "test_std", "test_mean_probs")
+#: Where a results folder keeps its cells' distances (relative to the folder).
+MEMO_FILE = Path("report-cache") / "fidelity.json"
 
 
 def _same_test_set(pred: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> bool:
@@ -93,35 +105,112 @@ def _test_inside(results: SuiteResults, cell_id: str) -> np.ndarray | None:
     return np.asarray(pred["test_inside"]).astype(bool)
 
 
+def _file_key(path: Path | None) -> list[int] | None:
+    """``[size, modification time in ns]`` of ``path``, None where it cannot be read."""
+    try:
+        stat = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return None if stat is None else [stat.st_size, stat.st_mtime_ns]
+
+
+def _code_key() -> str:
+    """A hash of the source that computes the distances: a change to it forgets the memo."""
+    digest = hashlib.sha256()
+    for module in (metrics.reference, metrics.regression, metrics.classification):
+        digest.update(Path(module.__file__).read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+class _Memo:
+    """The distances of earlier renders (:data:`MEMO_FILE`), by cell id and input key."""
+
+    def __init__(self, results_dir: Path) -> None:
+        self.path = results_dir / MEMO_FILE
+        self.code = _code_key()
+        try:
+            stored = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            stored = {}
+        valid = isinstance(stored, dict) and stored.get("code") == self.code
+        self.stored: dict[str, Any] = stored.get("cells", {}) if valid else {}
+        self.used: dict[str, Any] = {}
+
+    def get(self, cell_id: str, key: list) -> dict[str, float] | None:
+        entry = self.stored.get(cell_id)
+        if isinstance(entry, dict) and entry.get("key") == key:
+            self.used[cell_id] = entry
+            return dict(entry["row"])
+        return None
+
+    def put(self, cell_id: str, key: list, row: dict[str, float]) -> None:
+        self.used[cell_id] = {"key": key, "row": row}
+
+    def save(self) -> None:
+        """Keep the entries of this render's cells; a folder that cannot be written is left as
+        it is (the next render computes them again)."""
+        if self.used == self.stored:
+            return
+        text = json.dumps({"code": self.code, "cells": self.used})
+        try:
+            write_atomic(self.path, lambda tmp: Path(tmp).write_text(text))
+        except OSError as err:
+            logger.debug("fidelity: not kept in %s (%s)", self.path, err)
+
+
+def _distances(
+    results: SuiteResults,
+    cell_id: str,
+    ref: dict[str, np.ndarray],
+    ref_quantiles: dict[str, np.ndarray],
+) -> dict[str, float] | None:
+    """One cell's distances to its reference, None when they cannot be computed."""
+    pred = results.predictions(cell_id, _VARIABLES)
+    if pred is None:
+        return None
+    if not _same_test_set(pred, ref):
+        logger.warning("%s: test set differs from its reference's", cell_id)
+        return None
+    if "test_mean_probs" in pred and "test_mean_probs" in ref:
+        p, q = pred["test_mean_probs"], ref["test_mean_probs"]
+        return {"ref_agreement": metrics.agreement(p, q), "ref_tv": metrics.total_variation(p, q)}
+    return _regression(pred, ref, _test_inside(results, cell_id), ref_quantiles)
+
+
 def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
     """One row per cell with metrics that has a usable reference on its (dataset, split):
     ``cell_id``, the distances of :data:`COLUMNS` that apply, and ``ref_converged``."""
     cells = results.cells
     if cells.empty or not results.references:
         return pd.DataFrame(columns=["cell_id", *COLUMNS, "ref_converged"])
+    memo = _Memo(results.results_dir)
     rows: list[dict[str, Any]] = []
     with_metrics = cells[cells["status"].isin(("ok", "diverged"))]
     for (dataset, split), group in with_metrics.groupby(["dataset", "split"], sort=False):
         entry = results.references.get((dataset, int(split)))
-        ref = results.reference_predictions(dataset, split, _VARIABLES)
-        if entry is None or ref is None:
+        if entry is None or not entry.usable:
             continue
+        ref_key = _file_key(entry.folder / PREDICTIONS_FILE)
+        ref: dict[str, np.ndarray] | None = None  # read at the first cell not in the memo
         ref_quantiles: dict[str, np.ndarray] = {}  # the same for every cell of the split
         for cell_id in group["cell_id"]:
-            pred = results.predictions(cell_id, _VARIABLES)
-            if pred is None:
+            path = results.file_path(cell_id, "predictions")
+            if path is None:
                 continue
-            if not _same_test_set(pred, ref):
-                logger.warning("%s: test set differs from its reference's", cell_id)
-                continue
-            row: dict[str, Any] = {"cell_id": cell_id, "ref_converged": bool(entry.converged)}
-            if "test_mean_probs" in pred and "test_mean_probs" in ref:
-                p, q = pred["test_mean_probs"], ref["test_mean_probs"]
-                row["ref_agreement"] = metrics.agreement(p, q)
-                row["ref_tv"] = metrics.total_variation(p, q)
-            else:
-                row.update(_regression(pred, ref, _test_inside(results, cell_id), ref_quantiles))
-            rows.append(row)
+            key = [_file_key(path), ref_key]
+            distances = memo.get(cell_id, key) if None not in key else None
+            if distances is None:
+                ref = ref or results.reference_predictions(dataset, split, _VARIABLES)
+                if ref is None:
+                    break
+                distances = _distances(results, cell_id, ref, ref_quantiles)
+                if distances is None:
+                    continue
+                if None not in key:
+                    memo.put(cell_id, key, {k: float(v) for k, v in distances.items()})
+            rows.append({"cell_id": cell_id, "ref_converged": bool(entry.converged), **distances})
+    memo.save()
     return pd.DataFrame(rows, columns=["cell_id", *COLUMNS, "ref_converged"])
 
 
