@@ -111,6 +111,7 @@ def render_report(
     out_dir: str | Path | None = None,
     *,
     configs: tuple[Mapping[str, str], str] | None = None,
+    loo: bool = True,
 ) -> Path:
     """Render the suite stored in ``results_dir`` into ``out_dir`` (default: ``results_dir``).
 
@@ -119,6 +120,8 @@ def render_report(
         out_dir: Where ``index.html``, ``report.md``, ``results.csv`` and ``figures/`` go.
         configs: The suite the stored cells are checked against (see
             :func:`~ppl_bnn.report.load.load_results`; default: ``suite.json``'s).
+        loo: Whether to compute the PSIS-LOO comparison (tens of seconds on the default suite);
+            the live report of a running sweep leaves it for the final render.
 
     Returns:
         The path of ``index.html``.
@@ -128,7 +131,7 @@ def render_report(
     out = Path(out_dir) if out_dir is not None else Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     perf = results.suite.get("kind") == "perf"
-    document = build_perf_document(results) if perf else build_document(results)
+    document = build_perf_document(results) if perf else build_document(results, loo=loo)
     figures = out / FIGURES_DIR
     figures.mkdir(exist_ok=True)
     shown = document.figures()

@@ -56,6 +56,7 @@ class _Builder:
         self.results = results
         self.failures: list[str] = []
         self.loo: Background | None = None
+        self.with_loo = True
 
     def safe(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
         """``fn(*args)``, or None (logged and listed in the report) if it raises."""
@@ -70,11 +71,14 @@ class _Builder:
             logger.debug("report: %s took %.2fs", what, time.perf_counter() - start)
 
 
-def build_document(results: SuiteResults) -> Document:
-    """The whole report for ``results``: the Summary first, then the evidence."""
+def build_document(results: SuiteResults, *, loo: bool = True) -> Document:
+    """The whole report for ``results``: the Summary first, then the evidence. ``loo=False``
+    leaves the PSIS-LOO comparison for a later render (the live report of a running sweep:
+    :mod:`ppl_bnn.report.live`), saying so where it would be."""
     b = _Builder(results)
-    # Started first, it runs on another core while the rest is built.
-    b.loo = Background("loo_compare", results, lambda: stats.loo_compare(results))
+    b.with_loo = loo
+    if loo:  # started first, it runs on another core while the rest is built
+        b.loo = Background("loo_compare", results, lambda: stats.loo_compare(results))
     b.safe("fidelity to the reference posteriors", with_fidelity, results)
     recs = b.safe("recommendations", recommendations, results) or {}
     summary = b.safe("summary", summary_section, results, recs)
@@ -417,6 +421,9 @@ def _weight_frame(results: SuiteResults, cell_id: str) -> tuple[pd.DataFrame, bo
 def loo_section(b: _Builder) -> Section | None:
     """PSIS-LOO comparisons across methods."""
     results = b.results
+    if not b.with_loo:
+        note = Paragraph.of("Computed when the sweep has finished.")
+        return Section("Model comparison (PSIS-LOO)", "loo", [note])
     loo = b.loo.result if b.loo is not None else lambda: stats.loo_compare(results)
     compare = b.safe("PSIS-LOO comparison", loo)
     if compare is None or compare.empty:

@@ -6,8 +6,8 @@ render that fails never touches the sweep. It renders as soon as the first cells
 in, and otherwise when the last render ended at least ``max(min_interval_s, 4 x its duration)``
 ago, so that rendering takes a bounded share of the machine however large the report grows.
 While the sweep runs, the page says how many cells are done and names the pending ones
-(:func:`ppl_bnn.report.load.sweep_progress`); the render after the sweep is the same as
-``ppl-bnn report``'s.
+(:func:`ppl_bnn.report.load.sweep_progress`) and leaves the PSIS-LOO comparison, a third of a
+render's CPU, for the render after the sweep, which is the same as ``ppl-bnn report``'s.
 """
 
 from __future__ import annotations
@@ -101,15 +101,15 @@ class LiveReport:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Render the report of the results folder ``argv[0]`` at lower priority; a SIGTERM ends it
-    cleanly (no temporary file left behind)."""
+    """Render the report of the results folder ``argv[0]`` at lower priority, without the
+    PSIS-LOO comparison; a SIGTERM ends it cleanly (no temporary file left behind)."""
     (results_dir,) = sys.argv[1:] if argv is None else argv
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     from ppl_bnn.report import render_report
 
-    render_report(results_dir)
+    render_report(results_dir, loo=False)
     return 0
 
 

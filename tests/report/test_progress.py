@@ -15,6 +15,7 @@ from ppl_bnn.report.live import LiveReport
 from ppl_bnn.report.load import load_results, sweep_progress
 from tests.bench.conftest import tiny_suite
 from tests.report.builder import subset
+from tests.report.helpers import section
 
 KEPT = ("sine-split0-svi-pyro-seed0", "sine-split0-map-numpyro-seed0")
 GONE = ("sine-split0-map-pyro-seed0", "blobs-split0-svi-pyro-seed0")
@@ -78,6 +79,9 @@ def test_the_live_report_renders_in_the_background_without_piling_up(
         while live.running and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not live.running
+        # The live render leaves PSIS-LOO for the render after the sweep, and says so.
+        loo = section((root / "index.html").read_text(encoding="utf-8"), "loo")
+        assert "Computed when the sweep has finished." in loo and "<table" not in loo
         live.update(["sine"])
         assert live.renders == 1
         live.update(["blobs"])  # a new dataset's first cells: rendered, whatever the interval
@@ -87,6 +91,8 @@ def test_the_live_report_renders_in_the_background_without_piling_up(
     html = (root / "index.html").read_text(encoding="utf-8")
     assert _progress(html).startswith("A sweep is running: 2 of 4 cells done")
     assert not [p.name for p in root.iterdir() if p.name.startswith(".index.html")]
+    # Rendered again from the stored results, as after the sweep: PSIS-LOO is computed.
+    assert "Computed when the sweep has finished." not in render_report(root).read_text("utf-8")
 
 
 def test_many_pending_cells_are_counted_per_dataset(tmp_path: Path) -> None:
