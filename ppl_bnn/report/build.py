@@ -34,6 +34,7 @@ from ppl_bnn.report.document import (
 )
 from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
+from ppl_bnn.report.figure_memo import FigureMemo
 from ppl_bnn.report.glossary import QUANTITIES
 from ppl_bnn.report.load import SuiteResults, method_key
 from ppl_bnn.report.published import published_classification_table
@@ -57,6 +58,7 @@ class _Builder:
         self.failures: list[str] = []
         self.loo: Background | None = None
         self.with_loo = True
+        self.figures = FigureMemo(results)
 
     def safe(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
         """``fn(*args)``, or None (logged and listed in the report) if it raises."""
@@ -117,6 +119,7 @@ def build_document(results: SuiteResults, *, loo: bool = True) -> Document:
         )
     kept = [s for s in sections if s is not None and not s.is_empty()]
     _unique_names(kept, set(), set())
+    b.figures.save()
     subtitle = str(results.suite.get("description") or "")
     problems = tuple((problem,) for problem in results.problems)
     title = f"Benchmark report: {results.name}"
@@ -322,13 +325,19 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
     _add(refusing.blocks, b.safe(f"{dataset} refusals", refusal.refusal_table, results, dataset))
     _add(
         refusing.blocks,
-        b.safe(f"{dataset} selective classification", refusal.selective_figure, results, dataset),
+        b.safe(
+            f"{dataset} selective classification",
+            b.figures.draw,
+            refusal.selective_figure,
+            dataset,
+        ),
     )
     if refusing.blocks:
         section.children.append(refusing)
     figs = Section("Figures", slug(dataset, "figures"))
     for draw in figures.DATASET_FIGURES:
-        _add(figs.blocks, b.safe(f"{dataset} figure {draw.__name__}", draw, results, dataset))
+        figure = b.safe(f"{dataset} figure {draw.__name__}", b.figures.draw, draw, dataset)
+        _add(figs.blocks, figure)
         if draw is figures.training_curves:
             split = b.safe(f"{dataset} ELBO split", tables.training_table, results, dataset)
             _add(figs.blocks, split)
