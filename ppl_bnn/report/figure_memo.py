@@ -5,7 +5,8 @@ Drawing the figures takes most of a report's time, and a sweep renders its repor
 every dataset but the last has had all its cells for several renders. Each dataset figure is
 kept in the results folder (:data:`MEMO_DIR`), keyed by everything it is drawn from: the
 dataset's rows of the cells frame (records, metrics and fidelity), the size and modification
-time of every file of its cells and of its references, what ``suite.json`` says of the suite,
+time of every file of its cells and of its references, what ``suite.json`` says of the suite
+(:data:`SUITE_KEYS`, not the runs a sweep appends at its end),
 and the source of the report and metrics code and matplotlib's version. A figure whose key is
 unchanged is read back instead of drawn; any change draws it again.
 """
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 #: Where a results folder keeps its figures (relative to the folder).
 MEMO_DIR = Path("report-cache") / "figures"
+#: The parts of ``suite.json`` a key holds.
+SUITE_KEYS = ("name", "kind", "description", "reference", "cells", "configs")
 
 
 def _code_key() -> str:
@@ -61,7 +64,9 @@ class FigureMemo:
         self.results = results
         self.folder = results.results_dir / MEMO_DIR
         self._code = _code_key()
-        suite = {k: v for k, v in results.suite.items() if k not in ("environment", "wall_s")}
+        # What suite.json says of the suite, not what each sweep adds to it (its environment,
+        # wall time and runs), which changes at the end of every sweep.
+        suite = {k: results.suite.get(k) for k in SUITE_KEYS}
         self._suite = json.dumps(suite, sort_keys=True, default=str)
         self._dataset_keys: dict[str, str] = {}
         self.used: set[str] = set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 from pathlib import Path
@@ -52,6 +53,18 @@ def test_a_second_render_reads_every_figure_back_unchanged(
     render_report(folder)
     assert drawn == []
     assert _pngs(folder) == first
+
+
+def test_the_end_of_a_sweep_redraws_nothing(folder: Path, drawn: list[tuple[str, str]]) -> None:
+    render_report(folder)
+    drawn.clear()
+    # What a sweep writes into suite.json as it ends: its run, environment and wall time.
+    suite = json.loads((folder / "suite.json").read_text())
+    suite["runs"] = [*suite.get("runs", []), {"started_at": "now", "finished_at": "later"}]
+    suite["environment"], suite["wall_s"] = {"date": "today"}, 1234.5
+    (folder / "suite.json").write_text(json.dumps(suite))
+    render_report(folder)
+    assert drawn == []
 
 
 def test_a_changed_cell_redraws_its_datasets_figures_alone(
