@@ -23,7 +23,6 @@ computes only the cells that are new or changed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -33,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from ppl_bnn import metrics
-from ppl_bnn.files import write_atomic
 from ppl_bnn.report.load import PREDICTIONS_FILE, SuiteResults
+from ppl_bnn.report.memo import CACHE_DIR, file_key, keep, source_key
 from ppl_bnn.report.stats import spread
 
 logger = logging.getLogger(__name__)
@@ -50,7 +49,7 @@ CLASSIFICATION_COLUMNS = ("ref_agreement", "ref_tv")
 COLUMNS = (*REGRESSION_COLUMNS, *CLASSIFICATION_COLUMNS)
 _VARIABLES = ("test_y", "test_f", "test_sigma", "test_std", "test_mean_probs")
 #: Where a results folder keeps its cells' distances (relative to the folder).
-MEMO_FILE = Path("report-cache") / "fidelity.json"
+MEMO_FILE = CACHE_DIR / "fidelity.json"
 
 
 def _same_test_set(pred: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> bool:
@@ -105,22 +104,10 @@ def _test_inside(results: SuiteResults, cell_id: str) -> np.ndarray | None:
     return np.asarray(pred["test_inside"]).astype(bool)
 
 
-def _file_key(path: Path | None) -> list[int] | None:
-    """``[size, modification time in ns]`` of ``path``, None where it cannot be read."""
-    try:
-        stat = path.stat() if path is not None else None
-    except OSError:
-        return None
-    return None if stat is None else [stat.st_size, stat.st_mtime_ns]
-
-
 def _code_key() -> str:
     """A hash of the source that computes the distances: a change to it forgets the memo."""
-    digest = hashlib.sha256()
-    for module in (metrics.reference, metrics.regression, metrics.classification):
-        digest.update(Path(module.__file__).read_bytes())
-    digest.update(Path(__file__).read_bytes())
-    return digest.hexdigest()
+    modules = (metrics.reference, metrics.regression, metrics.classification)
+    return source_key([*(Path(m.__file__) for m in modules), Path(__file__)])
 
 
 class _Memo:
@@ -152,11 +139,7 @@ class _Memo:
         it is (the next render computes them again)."""
         if self.used == self.stored:
             return
-        text = json.dumps({"code": self.code, "cells": self.used})
-        try:
-            write_atomic(self.path, lambda tmp: Path(tmp).write_text(text))
-        except OSError as err:
-            logger.debug("fidelity: not kept in %s (%s)", self.path, err)
+        keep(self.path, json.dumps({"code": self.code, "cells": self.used}), "fidelity")
 
 
 def _distances(
@@ -191,14 +174,14 @@ def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
         entry = results.references.get((dataset, int(split)))
         if entry is None or not entry.usable:
             continue
-        ref_key = _file_key(entry.folder / PREDICTIONS_FILE)
+        ref_key = file_key(entry.folder / PREDICTIONS_FILE)
         ref: dict[str, np.ndarray] | None = None  # read at the first cell not in the memo
         ref_quantiles: dict[str, np.ndarray] = {}  # the same for every cell of the split
         for cell_id in group["cell_id"]:
             path = results.file_path(cell_id, "predictions")
             if path is None:
                 continue
-            key = [_file_key(path), ref_key]
+            key = [file_key(path), ref_key]
             distances = memo.get(cell_id, key) if None not in key else None
             if distances is None:
                 ref = ref or results.reference_predictions(dataset, split, _VARIABLES)

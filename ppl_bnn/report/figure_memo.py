@@ -25,35 +25,23 @@ import matplotlib
 from ppl_bnn import metrics
 from ppl_bnn.report.document import Figure
 from ppl_bnn.report.load import SuiteResults
+from ppl_bnn.report.memo import CACHE_DIR, folder_key, keep, source_key
 
 logger = logging.getLogger(__name__)
 
 #: Where a results folder keeps its figures (relative to the folder).
-MEMO_DIR = Path("report-cache") / "figures"
+MEMO_DIR = CACHE_DIR / "figures"
 #: The parts of ``suite.json`` a key holds.
 SUITE_KEYS = ("name", "kind", "description", "reference", "cells", "configs")
 
 
 def _code_key() -> str:
     """The report and metrics packages' source and matplotlib's version."""
-    digest = hashlib.sha256(matplotlib.__version__.encode())
-    for package in (Path(__file__).parent, Path(metrics.__file__).parent):
-        for path in sorted(package.glob("*.py")):
-            digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _stats(folder: Path) -> list[tuple[str, int, int]]:
-    """``(name, size, modification time in ns)`` of every file under ``folder``."""
-    out = []
-    for path in sorted(folder.rglob("*")):
-        try:
-            if path.is_file():
-                stat = path.stat()
-                out.append((str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns))
-        except OSError:  # removed meanwhile: a key no later render matches
-            out.append((str(path), -1, -1))
-    return out
+    packages = (Path(__file__).parent, Path(metrics.__file__).parent)
+    return source_key(
+        (path for package in packages for path in sorted(package.glob("*.py"))),
+        matplotlib.__version__,
+    )
 
 
 class FigureMemo:
@@ -77,9 +65,9 @@ class FigureMemo:
             cells = self.results.cells
             rows = cells[cells["dataset"] == dataset]
             root = self.results.results_dir
-            files = [(c, _stats(root / "cells" / c)) for c in rows["cell_id"]]
+            files = [(c, folder_key(root / "cells" / c)) for c in rows["cell_id"]]
             references = [
-                (entry.folder.name, _stats(entry.folder))
+                (entry.folder.name, folder_key(entry.folder))
                 for (name, _), entry in sorted(self.results.references.items())
                 if name == dataset
             ]
@@ -111,13 +99,7 @@ class FigureMemo:
         if figure is not None:
             png = base64.b64encode(figure.png).decode()
             stored = {"name": figure.name, "png": png, "caption": figure.caption}
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(stored))
-            tmp.replace(path)
-        except OSError as err:
-            logger.debug("figure memo: not kept in %s (%s)", self.folder, err)
+        keep(path, json.dumps(stored), "figure memo")
         return figure
 
     def save(self) -> None:

@@ -10,7 +10,7 @@ import h5py
 import pandas as pd
 import pytest
 
-from ppl_bnn.report import fidelity, load_results
+from ppl_bnn.report import fidelity, load_results, memo
 
 CHANGED = "sine-split0-map-numpyro-seed0"
 
@@ -105,7 +105,7 @@ def test_a_folder_that_cannot_be_written_still_gets_its_distances(
     def refuse(*_args):
         raise PermissionError("read-only file system")
 
-    monkeypatch.setattr(fidelity, "write_atomic", refuse)
+    monkeypatch.setattr(memo, "write_atomic", refuse)
     frame = _frame(folder)
     assert frame["ref_w2"].notna().any()
     assert not (folder / fidelity.MEMO_FILE).exists()
