@@ -2,13 +2,20 @@ r"""SWAG, stochastic weight averaging Gaussian (``swag``; Maddox et al. 2019), a
 (``multiswag``; Wilson & Izmailov 2020), an ensemble of independent SWAG fits.
 
 From the mode of a ``map`` fit, SGD with a constant learning rate :math:`\eta` on minibatches
-moves the unconstrained parameters :math:`z`,
+moves the unconstrained parameters :math:`z` of the network's weights and biases,
 
-.. math:: z_{t+1} = z_t + \frac{\eta}{N} \nabla_z \log \tilde p(z_t),
+.. math:: z_{t+1} = z_t + \frac{\eta\, \hat\sigma^2}{N} \nabla_z \log \tilde p(z_t),
 
-(:math:`\log \tilde p` the minibatch log joint of :mod:`ppl_bnn.methods.sgmcmc`, so that
-:math:`\eta` is the learning rate on the mean per-example loss), and every ``collect_every``
-steps (by default one epoch) takes a snapshot :math:`z_i`. From the :math:`n` snapshots, with
+(:math:`\log \tilde p` the minibatch log joint of :mod:`ppl_bnn.methods.sgmcmc`), so that
+:math:`\eta` is the learning rate on the mean per-example loss: half the squared error for a
+Gaussian likelihood of noise std :math:`\hat\sigma` (plus the prior's weight decay), the cross
+entropy for a categorical one (:math:`\hat\sigma = 1`). A learned noise stays at the mode's
+:math:`\hat\sigma` through the SGD phase and in every draw, as Maddox et al. fit the Gaussian
+to the network's parameters only. Both choices make the default :math:`\eta` hold whatever the
+noise: on the log joint's scale the step grows with the precision :math:`\hat\sigma^{-2}`, which
+a MAP fit drives high, and SGD moving the log precision itself diverged within a few steps on
+standardised UCI sets. Every ``collect_every``
+steps (by default one epoch) SGD takes a snapshot :math:`z_i`. From the :math:`n` snapshots, with
 the running mean :math:`\bar z_i` after snapshot :math:`i` (Maddox et al. 2019, Algorithm 1):
 
 .. math::
@@ -36,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,6 +57,7 @@ from ppl_bnn.methods.divergence import diverged
 from ppl_bnn.methods.sgmcmc import DEFAULT_BATCH_SIZE, SGMCMCInfo, SGMCMCOptions
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.flat import FlatLayout
+from ppl_bnn.model.spec import PRECISION_SITE
 from ppl_bnn.seeding import child_seed, numpy_generator
 
 #: Without ``swag_batch_size``: this many minibatches per epoch at least (up to 128 points each).
@@ -63,7 +71,11 @@ class SWAGOptions(map_estimate.MAPOptions):
 
     Attributes:
         swag_learning_rate: :math:`\\eta`, SGD's constant learning rate on the mean
-            per-example loss.
+            per-example loss (half the squared error in units of the targets for a Gaussian
+            likelihood, whatever its noise; the cross entropy for a categorical one). The
+            default 0.01 is of the order of the constant rates of SWA and SWAG on CIFAR
+            (0.01-0.05, Izmailov et al. 2018, Maddox et al. 2019); with the loss so scaled it
+            does not depend on the noise level.
         swag_batch_size: Minibatch size of the SGD phase; ``None``: the ``map`` fit's
             ``batch_size`` when given, else 128 points but at least
             :data:`MIN_BATCHES_PER_EPOCH` minibatches per epoch (SGD on the full batch would
@@ -209,22 +221,35 @@ def _flat(model: BNN, draws: Mapping[str, np.ndarray]) -> tuple[FlatLayout, np.n
     return layout, rows
 
 
+def _with_noise_held(target: Target, mode_draws: Mapping[str, np.ndarray]) -> Target:
+    """``target`` with a learned noise fixed at the mode's std (itself without one)."""
+    spec = target.spec
+    if not spec.learned_noise:
+        return target
+    sigma = float(mode_draws[PRECISION_SITE].reshape(-1)[0]) ** -0.5
+    model = BNN.from_spec(replace(spec, noise=sigma, noise_prior=None), target.model.x,
+                          target.model.y)  # fmt: skip
+    return Target.build(target.backend, model, target.validation)
+
+
 def run(name: str, target: Target, options: SWAGOptions, seed: int) -> RunOutput:
-    """``map`` from its own start, then the SGD phase on the ``sgmcmc`` driver, then the
-    Gaussian's draws (one chain)."""
-    model = target.model
+    """``map`` from its own start, then the SGD phase on the ``sgmcmc`` driver (the noise held
+    at the mode's), then the Gaussian's draws (one chain)."""
     mode = map_estimate.METHOD.runner(target.backend)(
         "map", target, options.map_options(), child_seed(seed, f"{name}_map")
     )
+    held = _with_noise_held(target, mode.draws)
+    model = held.model
     sites = list(model.spec.sites())
     start = {s.name: s.prior.unconstrain(mode.draws[s.name][0, 0]) for s in sites}
     batch = options.sgd_batch_size(target.num_data)
     every = options.collect_every or math.ceil(target.num_data / batch)
+    noise_variance = model.spec.noise**2 if model.spec.likelihood == "gaussian" else 1.0
     phase = SGDPhase(
         num_samples=options.num_snapshots,
         num_burnin=0,
         thinning=every,
-        step_size=options.swag_learning_rate / target.num_data,
+        step_size=options.swag_learning_rate * noise_variance / target.num_data,
         batch_size=batch,
         jit=options.jit,
         start=start,
@@ -234,7 +259,7 @@ def run(name: str, target: Target, options: SWAGOptions, seed: int) -> RunOutput
         "step_option": ("swag_learning_rate", options.swag_learning_rate),
     }
     try:
-        walk = get_driver(target.backend, "sgmcmc")(name, target, phase, child_seed(seed, name))
+        walk = get_driver(target.backend, "sgmcmc")(name, held, phase, child_seed(seed, name))
     except DivergedError as err:
         raise diverged(
             name, **breakdown, model=model, step=err.step, sites=err.sites,
@@ -256,6 +281,10 @@ def run(name: str, target: Target, options: SWAGOptions, seed: int) -> RunOutput
         values = np.stack([layout.unflatten(row)[s.name] for row in z])
         values = np.exp(values) if s.prior.positive else values
         draws[s.name] = values[None].astype(np.float32)
+    if target.spec.learned_noise:
+        draws[PRECISION_SITE] = np.broadcast_to(
+            mode.draws[PRECISION_SITE].reshape(1, 1), (1, options.num_draws)
+        ).astype(np.float32)
     timings = {
         "compile": mode.timings["compile"] + walk.timings["compile"],
         "warmup": mode.timings["warmup"] + walk.timings["warmup"] + walk.timings["sampling"],
@@ -268,6 +297,8 @@ def run(name: str, target: Target, options: SWAGOptions, seed: int) -> RunOutput
         "collect_every": every,
         "snapshots": taken,
         "rank": options.rank,
+        "noise_held_at": model.spec.noise if target.spec.learned_noise else None,
+        "sgd_step_size": phase.step_size,
     }
     return RunOutput(draws=draws, timings=timings, losses=mode.losses, info=info)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_diabetes
 
-from ppl_bnn import fit
+from ppl_bnn import BNN, fit
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.swag import SWAGGaussian, SWAGOptions, sgd
 from tests.closed_form import flat_draws, linear_problem
@@ -40,6 +41,38 @@ def test_the_sgd_step_ascends_the_log_density_without_noise():
     new, info = step(state, -2.0, {"a": np.array([2.0, 4.0])}, {"a": np.array([9.0, 9.0])})
     np.testing.assert_allclose(new.position["a"], [2.0, 1.0])
     assert (new.step, info.step_size, info.log_density) == (1, 0.5, -2.0)
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_with_a_learned_noise_the_defaults_do_not_diverge_and_the_noise_stays_at_the_mode(backend):
+    # Standardised diabetes, 50 tanh units, the noise learned: moved by SGD at a rate on the log
+    # joint's scale, the MAP's high noise precision diverged within a few steps on UCI sets.
+    x, y = load_diabetes(return_X_y=True)
+    x, y = (x - x.mean(0)) / x.std(0), (y - y.mean()) / y.std()
+    model = BNN(x[:350], y[:350], hidden=(50,), activation="tanh", noise="learned")
+    result = fit(model, "swag", backend=backend, seed=0)
+    precision = result.draws["precision"]
+    assert np.all(np.isfinite(precision)) and np.all(precision == precision.flat[0])
+    sigma = result.info["noise_held_at"]
+    assert sigma == pytest.approx(float(precision.flat[0]) ** -0.5, rel=1e-6)
+    # The rate is on half the squared error: the log joint's gradient times sigma^2 / N.
+    assert result.info["sgd_step_size"] == pytest.approx(0.01 * sigma**2 / 350)
+    assert np.all(result.draws["w0"].std(axis=(0, 1)) > 0)
+    # No comparison with a constant predictor: the MAP fit behind it collapses the learned
+    # noise on 350 points (the defaults issue's next step), and the draws keep its noise.
+    assert np.isfinite(result.predict(x[350:]).log_likelihood(y[350:]))
+
+
+def test_a_known_noise_scales_the_rate_and_a_categorical_likelihood_does_not(problem):
+    options = {"num_steps": 30, "num_snapshots": 4, "rank": 2, "num_draws": 5}
+    known = fit(problem.model, "swag", seed=0, **options)
+    n = problem.model.num_data
+    assert known.info["noise_held_at"] is None
+    assert known.info["sgd_step_size"] == pytest.approx(0.01 * problem.model.spec.noise**2 / n)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 2))
+    labels = BNN(x, (x[:, 0] > 0).astype(int), hidden=(3,), likelihood="categorical")
+    assert fit(labels, "swag", seed=0, **options).info["sgd_step_size"] == pytest.approx(0.01 / 40)
 
 
 @pytest.fixture(scope="module")
