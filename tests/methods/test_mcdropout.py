@@ -168,7 +168,7 @@ def test_default_rates_by_likelihood(data):
     x, y = data
     regression = MCDropoutOptions().dropout(BNN(x, y, hidden=(3,), noise=0.1).spec)
     labels = BNN(x, (y > 0).astype(int), hidden=(3,), likelihood="categorical").spec
-    assert (regression.rate, MCDropoutOptions().dropout(labels).rate) == (0.05, 0.5)
+    assert (regression.rate, MCDropoutOptions().dropout(labels).rate) == (0.01, 0.5)
     concrete = MCDropoutOptions(concrete=True).dropout(labels)
     assert (concrete.rate, concrete.temperature, concrete.regularizer) == (0.1, 0.1, 1.0)
 
