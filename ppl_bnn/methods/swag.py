@@ -14,9 +14,9 @@ entropy for a categorical one (:math:`\hat\sigma = 1`). A learned noise stays at
 to the network's parameters only. Both choices make the default :math:`\eta` hold whatever the
 noise: on the log joint's scale the step grows with the precision :math:`\hat\sigma^{-2}`, which
 a MAP fit drives high, and SGD moving the log precision itself diverged within a few steps on
-standardised UCI sets. Every ``collect_every``
-steps (by default one epoch) SGD takes a snapshot :math:`z_i`. From the :math:`n` snapshots, with
-the running mean :math:`\bar z_i` after snapshot :math:`i` (Maddox et al. 2019, Algorithm 1):
+standardised UCI sets. Every ``collect_every`` steps (by default one epoch) SGD takes a snapshot
+:math:`z_i`. From the :math:`n` snapshots, with the running mean :math:`\bar z_i` after
+snapshot :math:`i` (Maddox et al. 2019, Algorithm 1):
 
 .. math::
 
