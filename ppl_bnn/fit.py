@@ -11,10 +11,12 @@ import numpy as np
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
 from ppl_bnn.methods import METHODS, get_method, make_options, shared
+from ppl_bnn.methods.base import MIN_POINTS_PER_WEIGHT
 from ppl_bnn.methods.curves import validate_validation
 from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
+from ppl_bnn.model.spec import PRECISION_SITE
 from ppl_bnn.predictive import check_linearised_at, log_likelihood_per_draw, predictive_at
 from ppl_bnn.results import FitResult
 from ppl_bnn.seeding import check_seed
@@ -50,6 +52,10 @@ def fit(
             unknown name raises an error listing the valid ones, and an option that only
             another backend reads (Pyro's ``potential``, ``update``, ``jit``) an error naming
             that backend.
+
+    ``map``, ``swag``, ``multiswag`` and ``ensemble`` predict from posterior modes and what SGD
+    finds near them; with fewer than 4 training points per weight (``methods.base.
+    MIN_POINTS_PER_WEIGHT``) a logged warning says their predictive is likely over-confident.
 
     Returns:
         A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...), all finite. Where a
@@ -109,6 +115,8 @@ def fit(
             )
         held_out = validate_validation(model, validation)
     check_memory(method, model.spec, opts, len(model.y))
+    if entry.predicts_near_modes:
+        _warn_if_few_points_per_weight(method, model)
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.
@@ -153,3 +161,16 @@ def fit(
         versions=library_versions(),
         linearised_at=mode,
     )
+
+
+def _warn_if_few_points_per_weight(method: str, model: BNN) -> None:
+    """A logged warning where ``method``'s modes are likely to fit the training noise."""
+    weights = sum(site.size for site in model.spec.sites() if site.name != PRECISION_SITE)
+    if model.num_data < MIN_POINTS_PER_WEIGHT * weights:
+        logger.warning(
+            "%s: %d training points for %d weights, fewer than %d per weight: on sets this "
+            "small a posterior mode fits the training noise and %s's predictive is likely "
+            "over-confident; laplace or mcdropout, or %s's options tuned on a validation "
+            "split, predict better",
+            method, model.num_data, weights, MIN_POINTS_PER_WEIGHT, method, method,
+        )  # fmt: skip

@@ -109,5 +109,6 @@ METHOD = Method(
     family=Family.ENSEMBLE,
     smoke={"num_steps": 20, "num_members": 2},
     run=run,
+    predicts_near_modes=True,
     learns_hyperparameters=True,
 )

@@ -85,5 +85,6 @@ METHOD = Method(
     smoke={"num_steps": 30},
     driver="autoguide",
     learns_hyperparameters=True,
+    predicts_near_modes=True,
     shared=True,  # the mode that laplace (same seed and options) and its tuning grid start from
 )

@@ -49,4 +49,5 @@ METHOD = Method(
     family=Family.ENSEMBLE,
     smoke={**swag.METHOD.smoke, "num_members": 2},
     run=run,
+    predicts_near_modes=True,
 )

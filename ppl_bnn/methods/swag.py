@@ -310,4 +310,5 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_snapshots": 4, "rank": 2, "collect_every": 2, "num_draws": 5},
     run=run,
+    predicts_near_modes=True,
 )

@@ -37,3 +37,21 @@ def test_a_baseline_with_its_defaults_does_not_diverge(problem, method) -> None:
     else:
         probs = prediction.probs
         assert np.all(np.isfinite(probs)) and np.allclose(probs.sum(-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("method", "points", "warns"), [
+    ("map", 40, True), ("swag", 40, True), ("ensemble", 40, True), ("map", 100, False),
+    ("laplace", 40, False), ("mcdropout", 40, False),
+])  # fmt: skip
+def test_a_method_that_predicts_near_modes_warns_on_few_points_per_weight(
+    method, points, warns, caplog
+) -> None:
+    # 2 inputs, 5 units, 1 output: 21 weights, so 84 points are the threshold of 4 per weight.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(points, 2))
+    model = BNN(x, x[:, 0], hidden=(5,), noise="learned")
+    options = {"num_snapshots": 2, "rank": 2} if method == "swag" else {}
+    with caplog.at_level("WARNING", logger="ppl_bnn.fit"):
+        fit(model, method, seed=0, num_steps=5, **options)
+    expected = f"{method}: {points} training points for 21 weights, fewer than 4 per weight"
+    assert any(expected in r.getMessage() for r in caplog.records) == warns, caplog.text
