@@ -34,7 +34,13 @@ def test_a_reused_program_gives_the_fit_a_new_one_gives_on_other_data(
     compiled = fit(other, method, seed=1, **options)
     for site, draws in compiled.draws.items():
         np.testing.assert_array_equal(reused.draws[site], draws)
-    assert reused.timings["compile"] < compiled.timings["compile"]
+
+    # Counted, not timed: the new program is compiled or loaded from the persistent cache,
+    # the reused one neither (their compile seconds, mostly eager set-up, overlap under load).
+    def programs_built(result):
+        return result.info["jax_cache"]["compiles"] + result.info["jax_cache"]["cache_hits"]
+
+    assert programs_built(reused) < programs_built(compiled)
 
 
 def test_fits_that_differ_only_in_the_kl_weight_share_one_program(
