@@ -10,6 +10,7 @@ Markdown table; ``--out`` also writes it as CSV.
     python benchmarks/defaults_audit.py --data-dir ../shared/data
     python benchmarks/defaults_audit.py --sets bostonHousing concrete --methods map swag
     python benchmarks/defaults_audit.py --methods mcdropout --option mcdropout.dropout_rate=0.05
+    python benchmarks/defaults_audit.py --methods all --sets bostonHousing
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from scipy.stats import norm
 from ppl_bnn import BNN, configure_runtime, fit
 from ppl_bnn.data import load_dataset
 from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.methods import method_names
 
 #: The baselines whose defaults a user of ``fit`` meets first (``--methods`` takes any).
 BASELINES = ("map", "laplace", "swag", "mcdropout", "ensemble")
@@ -66,8 +68,7 @@ def audit(
     rows = []
     for name in sets:
         data = load_dataset(name, split=0, data_dir=data_dir)
-        model = BNN(data.x_train, data.y_train, hidden=(50,), activation="tanh", noise="learned")
-        constant = float(norm.logpdf(data.y_test, data.y_train.mean(), data.y_train.std()).mean())
+        model, constant = _model_and_constant(data)
         for backend in backends:
             for method in methods:
                 start = time.perf_counter()
@@ -96,7 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("PPL_BNN_DATA", "../shared/data"))
     parser.add_argument("--sets", nargs="+", default=list(SETS))
-    parser.add_argument("--methods", nargs="+", default=list(BASELINES))
+    parser.add_argument(
+        "--methods", nargs="+", default=list(BASELINES), help="names, or 'all' (every method)"
+    )
     parser.add_argument("--backends", nargs="+", default=["numpyro", "pyro"])
     parser.add_argument("--out", type=Path, help="also write the table as CSV here")
     parser.add_argument(
@@ -106,7 +109,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     configure_runtime(host_devices=1, torch_threads=os.cpu_count() or 1)
-    frame = audit(args.sets, args.methods, args.backends, args.data_dir, _options(args.option))
+    methods = list(method_names()) if args.methods == ["all"] else args.methods
+    frame = audit(args.sets, methods, args.backends, args.data_dir, _options(args.option))
     if args.out:
         frame.to_csv(args.out, index=False)
     columns = ["set", "backend", "method", "test_ll", "map_ll", "constant_ll", "beats_constant",

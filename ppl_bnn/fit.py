@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -16,8 +17,12 @@ from ppl_bnn.methods.curves import validate_validation
 from ppl_bnn.methods.divergence import check_finite_draws
 from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
-from ppl_bnn.model.spec import PRECISION_SITE
-from ppl_bnn.predictive import check_linearised_at, log_likelihood_per_draw, predictive_at
+from ppl_bnn.predictive import (
+    check_linearised_at,
+    log_likelihood_per_draw,
+    predictive_at,
+    weight_sites,
+)
 from ppl_bnn.results import FitResult
 from ppl_bnn.seeding import check_seed
 from ppl_bnn.timing import now
@@ -53,9 +58,11 @@ def fit(
             another backend reads (Pyro's ``potential``, ``update``, ``jit``) an error naming
             that backend.
 
-    ``map``, ``swag``, ``multiswag`` and ``ensemble`` predict from posterior modes and what SGD
-    finds near them; with fewer than 4 training points per weight (``methods.base.
-    MIN_POINTS_PER_WEIGHT``) a logged warning says their predictive is likely over-confident.
+    ``map``, ``swag``, ``multiswag`` and ``ensemble`` predict from point estimates and what SGD
+    finds near them. By default they stop early on a held-out tenth of the training points
+    (``keep="validation"``, :mod:`ppl_bnn.methods.early_stopping`); where they keep a mode
+    instead, with fewer than 4 training points per weight (``methods.base.
+    MIN_POINTS_PER_WEIGHT``), a logged warning says their predictive is likely over-confident.
 
     Returns:
         A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...), all finite. Where a
@@ -115,7 +122,7 @@ def fit(
             )
         held_out = validate_validation(model, validation)
     check_memory(method, model.spec, opts, len(model.y))
-    if entry.predicts_near_modes:
+    if entry.predicts_near_modes and opts.kept_iterate(model.num_data) != "validation":
         _warn_if_few_points_per_weight(method, model)
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
@@ -165,12 +172,12 @@ def fit(
 
 def _warn_if_few_points_per_weight(method: str, model: BNN) -> None:
     """A logged warning where ``method``'s modes are likely to fit the training noise."""
-    weights = sum(site.size for site in model.spec.sites() if site.name != PRECISION_SITE)
+    weights = sum(math.prod(shape) for shape in weight_sites(model.spec).values())
     if model.num_data < MIN_POINTS_PER_WEIGHT * weights:
         logger.warning(
             "%s: %d training points for %d weights, fewer than %d per weight: on sets this "
             "small a posterior mode fits the training noise and %s's predictive is likely "
-            "over-confident; laplace or mcdropout, or %s's options tuned on a validation "
-            "split, predict better",
-            method, model.num_data, weights, MIN_POINTS_PER_WEIGHT, method, method,
+            "over-confident; laplace or mcdropout, or keep='validation' (early stopping), "
+            "predict better",
+            method, model.num_data, weights, MIN_POINTS_PER_WEIGHT, method,
         )  # fmt: skip

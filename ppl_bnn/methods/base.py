@@ -103,7 +103,7 @@ class Method:
         predicts_near_modes: Its predictive is made of posterior modes and what SGD finds near
             them (``map``, ``swag``, ``ensemble``), with no curvature term to widen it: on
             few training points per weight a mode fits the training noise, and ``fit``
-            warns (:data:`MIN_POINTS_PER_WEIGHT`).
+            warns (:data:`MIN_POINTS_PER_WEIGHT`) unless the fit stops early.
     """
 
     name: str
@@ -138,9 +138,10 @@ class Method:
 
 
 #: Training points per weight below which ``fit`` warns for a method that predicts near modes.
-#: With defaults only (``benchmarks/defaults_audit.py``: 50 units, the noise learned), ``map``
-#: scored below the constant predictor on each UCI set and ``digits`` with fewer than 4 points
-#: per weight (0.4 to 2.2) and above it on each with more (12 to 29).
+#: Kept at its mode (``benchmarks/defaults_audit.py --option map.keep='lowest'``: 50 units,
+#: the noise learned), ``map`` scored below the constant predictor on each UCI set and
+#: ``digits`` with fewer than 4 points per weight (0.4 to 2.2) and above it on each with more
+#: (12 to 29).
 MIN_POINTS_PER_WEIGHT = 4
 
 

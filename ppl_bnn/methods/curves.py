@@ -35,6 +35,11 @@ one (its *window*):
                           units (standardised targets where the data were standardised)
 ========================= ==============================================================
 
+A point guide (``map`` with ``keep="validation"``, :mod:`ppl_bnn.methods.early_stopping`)
+records the held-out log-likelihood of its point (:meth:`TrainingCurve.checkpoint_point`);
+with ``keep_best`` the curve keeps what the driver hands it at the checkpoint of highest
+held-out log-likelihood, and is stored as ``info["early_stopping"]``.
+
 The cost: the split is free; a checkpoint costs :data:`HELD_OUT_DRAWS` forward passes over at
 most :data:`MAX_HELD_OUT` validation points and a closed-form KL (one pass over the guide's
 parameters). With the default of :data:`CURVE_POINTS` checkpoints that is at most 125,000
@@ -46,7 +51,8 @@ once per checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +77,8 @@ HELD_OUT_DRAWS = 5
 MAX_HELD_OUT = 500
 #: Where the curve is stored: ``FitResult.info[CURVE_KEY]``.
 CURVE_KEY = "training_curve"
+#: Where early stopping's checkpoints are stored: ``FitResult.info[STOPPING_KEY]``.
+STOPPING_KEY = "early_stopping"
 
 
 def validate_validation(model: BNN, validation: object) -> tuple[np.ndarray, np.ndarray]:
@@ -155,6 +163,8 @@ class TrainingCurve:
             :data:`MAX_HELD_OUT` points are kept).
         seed: The fit's seed (the guide draws at each checkpoint use its child seed
             ``"curve_draws"``, the same at every checkpoint).
+        keep_best: Keep the driver's parameters at the checkpoint of highest held-out
+            log-likelihood (:attr:`best`, :attr:`best_step`; early stopping).
     """
 
     backend: str
@@ -164,6 +174,7 @@ class TrainingCurve:
     kl_weight: float
     validation: tuple[np.ndarray, np.ndarray] | None
     seed: int
+    keep_best: bool = False
 
     def __post_init__(self) -> None:
         self.steps = checkpoint_steps(self.num_steps, self.every)
@@ -174,6 +185,9 @@ class TrainingCurve:
         self.kl_checkpoint: list[float] = []
         self.held_out_ll: list[float] = []
         self.seconds = 0.0
+        self.best: Any = None
+        self.best_ll = -math.inf
+        self.best_step: int | None = None
 
     def checkpoint(self, loc: Mapping[str, Any], scale: Mapping[str, Any]) -> None:
         """Record the guide ``(loc, scale)`` (unconstrained, by site) at the next checkpoint."""
@@ -190,15 +204,34 @@ class TrainingCurve:
         if self.spec.learned_prior is None:
             self.kl_checkpoint.append(guide_kl(self.spec, loc, scale, z))
         if self.validation is not None:
-            self.held_out_ll.append(self._held_out(z))
+            draws = {
+                site.name: np.exp(z[site.name]) if site.positive else z[site.name]
+                for site in self.spec.sites()
+            }
+            self.held_out_ll.append(self._held_out(draws))
         self.seconds += now() - start
 
-    def _held_out(self, z: Mapping[str, np.ndarray]) -> float:
+    def checkpoint_point(
+        self, values: Mapping[str, Any], keep: Callable[[], Any] | None = None
+    ) -> None:
+        """Record a point guide's ``values`` (constrained, by site) at the next checkpoint: the
+        held-out log-likelihood of that one point. With :attr:`keep_best`, ``keep()`` is
+        called and its result kept when it is the highest so far (ties to the earlier; the
+        first checkpoint's is kept whatever its value)."""
+        start = now()
+        draws = {k: np.asarray(v, dtype=np.float32)[None] for k, v in values.items()}
+        ll = self._held_out(draws)
+        self.held_out_ll.append(ll)
+        if self.keep_best and keep is not None and (self.best_step is None or ll > self.best_ll):
+            self.best, self.best_ll = keep(), ll
+            self.best_step = self.steps[len(self.held_out_ll) - 1]
+        self.seconds += now() - start
+
+    def _held_out(self, draws: Mapping[str, np.ndarray]) -> float:
+        """Mean log predictive density of the validation set under ``draws`` (S, *shape),
+        constrained, by site."""
         x, y = self.validation  # type: ignore[misc]
-        draws = {
-            site.name: (np.exp(z[site.name]) if site.positive else z[site.name])[None]
-            for site in self.spec.sites()
-        }
+        draws = {name: value[None] for name, value in draws.items()}
         pred = predictive_at(self.backend, self.spec, draws, x)
         ll = log_likelihood_per_draw(self.spec, pred.f, pred.noise_std, y)
         return mean_log_predictive_density(ll)
@@ -207,7 +240,15 @@ class TrainingCurve:
         """``{CURVE_KEY: {...}}`` from the driver's per-step ``losses`` (negative ELBO with the
         likelihood scaled by :math:`N / (|B| \\beta)`, before :func:`~ppl_bnn.methods.
         optimisation.finish` multiplies them by :math:`\\beta`) and ``log_lik`` (each step's
-        likelihood term, scaled the same way)."""
+        likelihood term, scaled the same way). Early stopping (:attr:`keep_best`) records
+        ``{STOPPING_KEY: {...}}`` instead: the checkpoints' steps and held-out
+        log-likelihoods (on points held out of the training data, not a test set), the
+        number of held-out points and the kept step."""
+        if self.keep_best:
+            _, y_val = self.validation  # type: ignore[misc]
+            stopping = {"step": list(self.steps), "held_out_ll": self.held_out_ll}
+            stopping.update(num_held_out=len(y_val), kept_step=self.best_step)
+            return {STOPPING_KEY: stopping}
         beta = self.kl_weight
         losses = np.asarray(losses, dtype=np.float64)
         log_lik = np.asarray(log_lik, dtype=np.float64)
@@ -230,13 +271,24 @@ class TrainingCurve:
 
 
 def make_curve(
-    target: Any, options: Any, seed: int, num_steps: int | None = None
+    target: Any,
+    options: Any,
+    seed: int,
+    num_steps: int | None = None,
+    *,
+    keep_best: bool = False,
 ) -> TrainingCurve | None:
     """The :class:`TrainingCurve` of a fit of ``target`` with ``options``, or None when it
-    records none (see :func:`curve_every`)."""
+    records none (see :func:`curve_every`). ``keep_best`` (early stopping, which needs the
+    target's validation set) records one at :data:`CURVE_POINTS` checkpoints where the options
+    would record none."""
     steps = options.num_steps if num_steps is None else num_steps
     validation = getattr(target, "validation", None)
     every = curve_every(options, steps, validation is not None)
+    if keep_best:
+        if validation is None:
+            raise ValueError("early stopping needs a validation set")
+        every = every or max(1, steps // CURVE_POINTS)
     if every == 0:
         return None
     return TrainingCurve(
@@ -247,4 +299,5 @@ def make_curve(
         kl_weight=options.kl_weight,
         validation=validation,
         seed=seed,
+        keep_best=keep_best,
     )

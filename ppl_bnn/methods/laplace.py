@@ -3,8 +3,12 @@ r"""``laplace``: a Gaussian at the mode (MacKay 1992).
 By default (``hessian="ggn"``) the linearised Laplace approximation the field uses for neural
 networks (Immer et al. 2021; Daxberger et al. 2021, the ``laplace-torch`` library):
 
-1. a ``map`` fit (its options, the spec's prior, the fit's seed: the mode of ``fit(model,
-   "map", seed=seed)`` with the same options) gives the mode :math:`\theta_*`;
+1. a ``map`` fit (its options, the spec's prior, the fit's seed: the point of ``fit(model,
+   "map", seed=seed)`` with the same options) gives :math:`\theta_*`. By default that fit
+   stops early on held-out points (:mod:`ppl_bnn.methods.early_stopping`), so
+   :math:`\theta_*` is a trained network rather than an exact mode, as in Laplace Redux's
+   post-hoc use; ``keep="lowest"`` gives the mode. The GGN needs no mode to be positive
+   semi-definite, and the marginal likelihood below is then evaluated at :math:`\theta_*`;
 2. the generalised Gauss-Newton matrix :math:`G = \sum_n J_n^\top \Lambda_n J_n` at
    :math:`\theta_*` (:mod:`ppl_bnn.methods.ggn`: full, diagonal or last layer), positive
    semi-definite, so :math:`H = G + P_0` is positive definite for any prior precision
@@ -68,6 +72,7 @@ PREDICTIVES: tuple[str, ...] = ("glm", "sampled")
 PRIOR_PRECISIONS: tuple[str, ...] = ("marglik", "prior")
 #: The options only the GGN Laplace reads, with their defaults.
 _GGN_ONLY = {
+    "keep": None,
     "structure": "full",
     "prior_precision": "marglik",
     "prior_precision_per_layer": False,
@@ -101,11 +106,14 @@ class LaplaceOptions(SampledGuideOptions):
             layer (weights and bias together) rather than one for all.
         tune_noise: Gaussian likelihood with learned noise: fit :math:`\\sigma` by the marginal
             likelihood too (else the ``map`` fit's); a known noise stays fixed.
+        keep: The ``map`` fit's ``keep`` (:class:`~ppl_bnn.methods.map_estimate.MAPOptions`):
+            ``None``, early stopping on 100 training points or more; ``"lowest"``, the mode.
         num_draws: Draws from the Gaussian.
     """
 
     GUIDE: ClassVar[str] = "AutoLaplaceApproximation"
 
+    keep: str | None = None
     hessian: str = "ggn"
     structure: str = "full"
     predictive: str | None = None
@@ -147,6 +155,8 @@ class LaplaceOptions(SampledGuideOptions):
                 "the GGN Laplace approximates the posterior itself: kl_weight must be 1, got "
                 f"{self.kl_weight!r} (hessian='full' takes a tempered likelihood)"
             )
+        else:
+            self.map_options()  # the map fit's options (keep) are checked here
 
     @property
     def predictive_kind(self) -> str:

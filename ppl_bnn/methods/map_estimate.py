@@ -1,5 +1,6 @@
-r"""``map``: the posterior mode (``AutoDelta``), the non-Bayesian baseline, kept as one draw
-(see :mod:`ppl_bnn.methods.optimisation`).
+r"""``map``: a point estimate (``AutoDelta``), the non-Bayesian baseline, kept as one draw (see
+:mod:`ppl_bnn.methods.optimisation`): by default early-stopped on a held-out tenth of the
+training points (:mod:`ppl_bnn.methods.early_stopping`), else the posterior mode.
 
 It starts where networks are trained from (``init_loc="scaled"``, LeCun et al. 1998: each weight
 of a layer with :math:`d_\text{in}` inputs from :math:`\mathcal N(0, 1/d_\text{in})`, biases
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from ppl_bnn.methods import early_stopping
 from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.methods.optimisation import OptimisationOptions
 
@@ -25,14 +27,21 @@ class MAPOptions(OptimisationOptions):
             which leaves a relu layer of 13 inputs far from a fit: on bostonHousing, 4,000
             full-batch steps at lr 0.01 ended at a test RMSE of 10.3) or ``"prior"`` (a prior
             draw).
-        keep: Which iterate is the mode: ``"lowest"``, the parameters of lowest loss among
-            those after each step (the highest log joint visited), or ``"last"``, the last
-            step's; ``None`` (default): ``"lowest"`` on the full batch, ``"last"`` with
-            ``batch_size`` (a minibatch loss is noisy). Adam at a fixed learning rate does not
-            descend monotonically: on naval (UCI, split 2, NumPyro, 4,000 steps at lr 0.01) the
-            loss spiked from -14,132 at step 3,982 to +54,761 at the last step, whose mode
-            predicted worse than a constant (test log-likelihood -2.38 against 5.4-5.5 on the
-            other splits). ``info["kept_step"]``: the steps taken before the kept parameters.
+        keep: Which iterate is kept: ``"validation"``, the parameters that predict a held-out
+            tenth of the training points best, at one of 50 checkpoints (early stopping,
+            :mod:`ppl_bnn.methods.early_stopping`; trained on the other nine tenths);
+            ``"lowest"``, the parameters of lowest loss among those after each step (the
+            highest log joint visited: the mode); or ``"last"``, the last step's. ``None``
+            (default): ``"validation"`` on :data:`~ppl_bnn.methods.early_stopping.MIN_POINTS`
+            training points or more, else ``"lowest"`` on the full batch and ``"last"`` with
+            ``batch_size`` (a minibatch loss is noisy). A mode with a learned noise fits the
+            training noise on small sets: on bostonHousing, concrete and wine-quality-red the
+            lowest loss predicted test data worse than a constant (``benchmarks/
+            defaults_audit.py``). Adam at a fixed learning rate does not descend
+            monotonically: on naval (UCI, split 2, NumPyro, 4,000 steps at lr 0.01) the loss
+            spiked from -14,132 at step 3,982 to +54,761 at the last step, whose mode
+            predicted worse than a constant. ``info["kept_step"]``: the steps taken before the
+            kept parameters.
     """
 
     init_loc: str = "scaled"
@@ -57,17 +66,20 @@ class MAPOptions(OptimisationOptions):
                 "is a minibatch estimate, whose lowest value is noise; give keep='last'"
             )
 
-    def keeps_lowest_loss(self) -> bool:
-        """Whether the fit keeps the iterate of lowest loss (``keep``; ``None``: on the full
-        batch)."""
-        return self.keep == "lowest" or (self.keep is None and self.batch_size is None)
+    def kept_iterate(self, num_data: int) -> str:
+        """``keep``, or its default on ``num_data`` training points."""
+        if self.keep is not None:
+            return self.keep
+        if num_data >= early_stopping.MIN_POINTS:
+            return "validation"
+        return "lowest" if self.batch_size is None else "last"
 
 
 #: Where a MAP fit may start (see :mod:`ppl_bnn.methods.initialisation`).
 MAP_INIT_LOCS: tuple[str, ...] = ("scaled", "uniform", "prior")
 
-#: Which iterate a MAP fit keeps: the one of lowest loss, or the last.
-MAP_KEEPS: tuple[str, ...] = ("lowest", "last")
+#: Which iterate a MAP fit keeps: the best on held-out data, the one of lowest loss, or the last.
+MAP_KEEPS: tuple[str, ...] = ("validation", "lowest", "last")
 
 
 def map_options_of(options: Any) -> MAPOptions:
@@ -86,5 +98,5 @@ METHOD = Method(
     driver="autoguide",
     learns_hyperparameters=True,
     predicts_near_modes=True,
-    shared=True,  # the mode that laplace (same seed and options) and its tuning grid start from
+    shared=True,  # the point that laplace (same seed and options) starts from
 )

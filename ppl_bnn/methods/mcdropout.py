@@ -132,11 +132,16 @@ class MCDropoutOptions(map_estimate.MAPOptions):
         """Whether training draws dropout masks (a rate above 0, or concrete dropout)."""
         return self.concrete or self.dropout_rate != 0.0
 
-    def map_options(self) -> map_estimate.MAPOptions:
-        """The options of the ``map`` fit behind it (:func:`~ppl_bnn.methods.map_estimate.
-        map_options_of`); with masks (:attr:`masked`) it keeps the last iterate."""
+    def map_options(self, num_data: int) -> map_estimate.MAPOptions:
+        """The options of the ``map`` fit behind it on ``num_data`` training points
+        (:func:`~ppl_bnn.methods.map_estimate.map_options_of`). With masks (:attr:`masked`)
+        its loss is noisy, so where ``map`` would keep the lowest loss it keeps the last
+        iterate; early stopping scores the network without masks (weight averaging, the
+        usual dropout test-time rule) on held-out points and applies."""
         options = map_estimate.map_options_of(self)
-        return replace(options, keep="last") if self.masked else options
+        if self.masked and options.kept_iterate(num_data) == "lowest":
+            return replace(options, keep="last")
+        return options
 
     def dropout(self, spec: BNNSpec) -> Dropout:
         """The training-time dropout of a network of ``spec``."""
@@ -184,7 +189,7 @@ def run(name: str, target: Target, options: MCDropoutOptions, seed: int) -> RunO
         )
     program = get_backend(target.backend).model(spec, dropout=dropout)
     trained = map_estimate.METHOD.runner(target.backend)(
-        name, replace(target, program=program), options.map_options(), seed
+        name, replace(target, program=program), options.map_options(target.num_data), seed
     )
     if dropout.concrete:
         rates = dict(trained.info["dropout_rates"])

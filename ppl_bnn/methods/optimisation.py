@@ -141,10 +141,11 @@ class OptimisationOptions:
         """Keyword arguments of the autoguide class (beyond the model and init_loc_fn)."""
         return {}
 
-    def keeps_lowest_loss(self) -> bool:
-        """Whether the driver keeps the iterate of lowest loss instead of the last (``map``'s
-        ``keep``; :func:`kept_step`)."""
-        return False
+    def kept_iterate(self, num_data: int) -> str:
+        """Which iterate the driver keeps on ``num_data`` training points: ``"last"``, or
+        ``map``'s ``keep`` (``"lowest"``, :func:`kept_step`; ``"validation"``,
+        :mod:`ppl_bnn.methods.early_stopping`)."""
+        return "last"
 
     #: The autoguide class, by its name in both ``numpyro.infer.autoguide`` and
     #: ``pyro.infer.autoguide``; set by each method's options.

@@ -76,17 +76,19 @@ def test_kept_step_takes_the_lowest_loss_after_a_step_and_ties_to_the_later():
     assert kept_step(np.array([0.0, 4.0]), 3.0) == 2  # the start is not a candidate
 
 
-def test_dropout_training_keeps_the_last_iterate():
-    assert MCDropoutOptions(dropout_rate=0.1).map_options().keep == "last"
-    assert MCDropoutOptions().map_options().keep == "last"
-    assert MCDropoutOptions(concrete=True).map_options().keep == "last"
-    assert MCDropoutOptions(dropout_rate=0.0).map_options().keeps_lowest_loss()
+def test_dropout_training_keeps_the_last_iterate_or_stops_early():
+    # Below 100 training points, where map keeps its lowest loss; from 100 it stops early.
+    assert MCDropoutOptions(dropout_rate=0.1).map_options(50).keep == "last"
+    assert MCDropoutOptions().map_options(50).keep == "last"
+    assert MCDropoutOptions(concrete=True).map_options(50).keep == "last"
+    assert MCDropoutOptions(dropout_rate=0.0).map_options(50).kept_iterate(50) == "lowest"
+    assert MCDropoutOptions().map_options(100).kept_iterate(100) == "validation"
 
 
 @pytest.mark.parametrize(
     ("options", "match"),
     [
-        ({"keep": "best"}, r"unknown keep 'best' for a MAP fit; available: lowest, last"),
+        ({"keep": "best"}, r"unknown keep .best. for a MAP fit; available: validation, lowest"),
         ({"keep": "lowest", "batch_size": 8}, r"keep='lowest' needs the full-batch loss"),
     ],
 )

@@ -19,6 +19,7 @@ from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
+from ppl_bnn.methods.early_stopping import held_out_split
 from ppl_bnn.methods.initialisation import add_start, initial_values
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
@@ -38,6 +39,9 @@ from ppl_bnn.timing import now
 def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
     """Fit ``options.GUIDE`` by SVI, the whole optimisation one compiled ``lax.scan`` (with a
     training curve, one scan per checkpoint, :mod:`ppl_bnn.backends.numpyro.steps`)."""
+    keep = options.kept_iterate(target.num_data)
+    if keep == "validation":
+        target = held_out_split(target, seed)
     x, y, program = target.x, target.y, target.program
     start_values = initial_values(name, target, options, seed)
     values = {k: jnp.asarray(v) for k, v in start_values.values.items()}
@@ -51,9 +55,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
     schedule = None if schedule is None else jnp.asarray(schedule)
 
-    curve = make_curve(target, options, seed)
-
-    keep_lowest = options.keeps_lowest_loss()
+    curve = make_curve(target, options, seed, keep_best=keep == "validation")
+    keep_lowest = keep == "lowest"
 
     def one_step(carry, idx, active, data):
         (state, lowest), stopped = carry
@@ -65,12 +68,16 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         new, stopped = hold(new, state, stopped, loss, active)
         return ((new, lowest), stopped), (loss, log_lik)
 
-    def guide_at(state):
+    def record(state):
+        """The checkpoint of the training curve at ``state``."""
         params = svi.get_params(state[0])
-        return tuple(
-            {s.name: params[f"{s.name}_auto_{kind}"] for s in target.spec.sites()}
-            for kind in ("loc", "scale")
-        )
+        at = [{s.name: params[f"{s.name}_auto_{k}"] for s in target.spec.sites()} for k in kinds]
+        if options.GUIDE == "AutoDelta":
+            curve.checkpoint_point(at[0], keep=lambda: params)
+        else:
+            curve.checkpoint(*at)
+
+    kinds = ("loc",) if options.GUIDE == "AutoDelta" else ("loc", "scale")
 
     # What the programs below close over: the model and the options. The data and the
     # likelihood scale are arguments, so fits that differ only in the KL weight (a beta sweep)
@@ -86,9 +93,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     lowest = (jnp.asarray(jnp.inf, dtype=float), svi.get_params(state)) if keep_lowest else None
     initialised = now()
     (state, lowest), (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, (state, lowest), schedule, options.num_steps, curve, guide_at, program_key,
-        data,
-    )  # fmt: skip
+        one_step, (state, lowest), schedule, options.num_steps, curve, record, program_key, data
+    )
     end = now()
     params = svi.get_params(state)
     losses = np.asarray(losses)
@@ -105,6 +111,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         info["kept_step"] = kept_step(losses, float(evaluate(state, data)))
         if info["kept_step"] < options.num_steps:
             params = lowest[1]
+    if keep == "validation":
+        params, info["kept_step"] = curve.best, curve.best_step
     evaluated = now()
     if options.GUIDE == "AutoLaplaceApproximation":
         with warnings.catch_warnings():

@@ -39,14 +39,14 @@ def run_steps(
     xs: Any,
     num_steps: int,
     curve: TrainingCurve | None,
-    guide: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]],
+    record: Callable[[Any], None],
     key: tuple,
     data: Any,
 ) -> tuple[Any, Any, float, float]:
     """``(state, outputs, compile seconds, run seconds)`` of ``num_steps`` steps over the per-step
     inputs ``xs`` (leading axis ``num_steps``, or None); ``outputs`` stacked per step. With a
-    ``curve``, ``guide(state) -> (loc, scale)`` is recorded at each checkpoint, and the run's
-    seconds leave out the checkpoints'. ``key``: what ``step`` closes over, under which the
+    ``curve``, ``record(state)`` records each checkpoint in it, and the run's seconds leave out
+    the checkpoints'. ``key``: what ``step`` closes over, under which the
     compiled scan is kept for later fits (:func:`~ppl_bnn.backends.numpyro.programs.compiled`);
     ``data``, passed to every step, is an argument: fits on other data of the same shapes (the
     validation splits of other seeds) run the same program."""
@@ -81,7 +81,7 @@ def run_steps(
     for c in range(chunks):
         part = jax.tree.map(lambda a, c=c: a[c], parts)
         carry, out = jax.block_until_ready(program(carry, part, active[c], data))
-        curve.checkpoint(*guide(carry[0]))
+        record(carry[0])
         outputs.append(out)
     outputs = jax.tree.map(lambda *a: jnp.concatenate(a)[:num_steps], *outputs)
     run = now() - compiled_at - curve.seconds

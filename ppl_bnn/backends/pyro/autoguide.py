@@ -17,6 +17,7 @@ from ppl_bnn.backends.pyro.elbo import LikelihoodTraceELBO
 from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
+from ppl_bnn.methods.early_stopping import held_out_split
 from ppl_bnn.methods.initialisation import add_start, initial_values
 from ppl_bnn.methods.optimisation import (
     HESSIAN_MESSAGE,
@@ -67,6 +68,12 @@ def _guide_at(guide: Any, names: list[str]) -> tuple[dict[str, Any], ...]:
         )
 
 
+def _point_at(guide: Any, names: list[str]) -> dict[str, np.ndarray]:
+    """An ``AutoDelta`` guide's values by site (constrained), as numpy arrays."""
+    with torch.no_grad():
+        return {name: getattr(guide, name).detach().numpy().copy() for name in names}
+
+
 def _copy_params() -> list[torch.Tensor]:
     """The values of every parameter in Pyro's param store (unconstrained), copied."""
     return [p.detach().clone() for _, p in pyro.get_param_store().named_parameters()]
@@ -81,6 +88,9 @@ def _restore_params(values: list[torch.Tensor]) -> None:
 
 def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> RunOutput:
     """Fit ``options.GUIDE`` by SVI, one Python step at a time (see :class:`_FusedAdamStep`)."""
+    keep = options.kept_iterate(target.num_data)
+    if keep == "validation":
+        target = held_out_split(target, seed)
     x, y, program = target.x, target.y, target.program
     elbo_cls = JitTrace_ELBO if options.jit else Trace_ELBO
     elbo_kwargs = {"num_particles": options.num_particles, "max_plate_nesting": 1}
@@ -100,7 +110,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
 
     losses = np.full(options.num_steps, np.nan)
     log_lik = np.full(options.num_steps, np.nan)
-    curve = make_curve(target, options, seed)
+    curve = make_curve(target, options, seed, keep_best=keep == "validation")
     checkpoints = set() if curve is None else set(curve.steps)
     start_values = initial_values(name, target, options, seed)
     values = {k: torch.as_tensor(v) for k, v in start_values.values.items()}
@@ -123,7 +133,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         # with one error (check_losses).
         with pyro.validation_enabled(False), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Encountered NaN", category=UserWarning)
-            keep_lowest = options.keeps_lowest_loss()
+            keep_lowest = keep == "lowest"
             lowest = np.inf, None  # loss and parameters of the lowest loss after a step
             start = now()
             # The first step traces the model and guide (and compiles them with JitTrace_ELBO).
@@ -138,7 +148,9 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                     first = now()
                 if curve is not None:
                     log_lik[i] = elbo.last_log_lik
-                    if i + 1 in checkpoints:
+                    if i + 1 in checkpoints and options.GUIDE == "AutoDelta":
+                        curve.checkpoint_point(_point_at(guide, names), keep=_copy_params)
+                    elif i + 1 in checkpoints:
                         curve.checkpoint(*_guide_at(guide, names))
             params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
             check_losses(name, target, options, losses, params)
@@ -148,6 +160,9 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                 kept["kept_step"] = kept_step(losses, final_loss)
                 if kept["kept_step"] < options.num_steps:
                     _restore_params(lowest[1])
+            if keep == "validation":
+                kept["kept_step"] = curve.best_step
+                _restore_params(curve.best)
             evaluated = now()
         learned = {k: v.detach().numpy() for k, v in pyro.get_param_store().items()}
         if options.GUIDE == "AutoLaplaceApproximation":
