@@ -104,7 +104,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the table as CSV here")
     parser.add_argument(
         "--option", action="append", default=[], metavar="METHOD.NAME=VALUE",
-        help="replace one default, e.g. mcdropout.dropout_rate=0.05 (a Python literal)",
+        help="replace one default, e.g. mcdropout.dropout_rate=0.05 or map.keep=lowest (a Python "
+        "literal, else a string)",
     )  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -125,7 +126,10 @@ def _options(pairs: list[str]) -> dict[str, dict[str, object]]:
         method, _, name = key.partition(".")
         if not (method and name and value):
             raise SystemExit(f"--option {pair!r}: expected METHOD.NAME=VALUE")
-        out.setdefault(method, {})[name] = ast.literal_eval(value)
+        try:
+            out.setdefault(method, {})[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):  # a bare word: the string itself
+            out.setdefault(method, {})[name] = value
     return out
 
 

@@ -138,7 +138,7 @@ class Method:
 
 
 #: Training points per weight below which ``fit`` warns for a method that predicts near modes.
-#: Kept at its mode (``benchmarks/defaults_audit.py --option map.keep='lowest'``: 50 units,
+#: Kept at its mode (``benchmarks/defaults_audit.py --option map.keep=lowest``: 50 units,
 #: the noise learned), ``map`` scored below the constant predictor on each UCI set and
 #: ``digits`` with fewer than 4 points per weight (0.4 to 2.2) and above it on each with more
 #: (12 to 29).

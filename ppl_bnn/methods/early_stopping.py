@@ -2,7 +2,8 @@ r"""Early stopping: a point estimate kept where it predicts held-out data best.
 
 A posterior mode of a network with a learned noise fits the training noise on a small data set:
 the noise std collapses far below the test error and the predictive is over-confident, worse
-than a constant on the small UCI sets (``benchmarks/defaults_audit.py --option map.keep='lowest'``).
+than a constant on the small UCI sets (``benchmarks/defaults_audit.py --option
+map.keep=lowest``).
 The field's answer (Prechelt 1998; the UCI protocols of Hernández-Lobato & Adams 2015 and Gal &
 Ghahramani 2016 choose the number of epochs on held-out data) is to stop where held-out data
 are predicted best.
