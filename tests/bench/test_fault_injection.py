@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ppl_bnn.bench.lock import LOCK_FILE
+from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.record import cell_dirs, read_attempts
 from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.bench.suite import SuiteError, load_suite, parse_suite
@@ -152,25 +152,28 @@ def test_kill_minus_9_during_a_forced_rerun_keeps_the_earlier_result(
             assert read_attempts(results / "cells" / cell_id) == []
 
 
-def test_a_second_sweep_is_refused_or_waits_for_the_first(finished: Path, reports: Path) -> None:
+def test_a_second_sweep_is_refused_or_waits_for_the_first(
+    finished: Path, reports: Path, tmp_path: Path
+) -> None:
+    # The lock is held here, in place of a first sweep, for as long as the test needs: a real
+    # first sweep of two tiny cells can end before a second process has even imported torch.
     results = _copy(finished, "concurrent")
-    first = _start(_command(reports, "concurrent", "--no-report", "--force"))
-    deadline = time.monotonic() + 60
-    while not (results / LOCK_FILE).is_file() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    try:
+    log = tmp_path / "waited.log"
+    with hold_lock(results / LOCK_FILE):
         refused = subprocess.run(_command(reports, "concurrent", "--no-report"),
                                  capture_output=True, text=True, timeout=TIMEOUT)  # fmt: skip
         assert refused.returncode == 2, refused.stderr
-        assert f"is held by pid {first.pid} on " in refused.stderr and "--wait" in refused.stderr
-        waited = subprocess.run(_command(reports, "concurrent", "--no-report", "--wait"),
-                                capture_output=True, text=True, timeout=TIMEOUT)  # fmt: skip
-    except BaseException:
-        _kill(first)
-        raise
-    assert first.wait(timeout=TIMEOUT) == 0
-    assert waited.returncode == 0, waited.stderr
-    assert "waiting for" in waited.stderr and "2 skipped as already done" in waited.stderr
+        assert f"is held by pid {os.getpid()} on " in refused.stderr and "--wait" in refused.stderr
+        with log.open("w") as err:
+            waited = subprocess.Popen(_command(reports, "concurrent", "--no-report", "--wait"),
+                                      stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+        deadline = time.monotonic() + TIMEOUT
+        while "waiting for" not in log.read_text() and waited.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        assert waited.poll() is None, log.read_text()  # it waits while the lock is held
+    assert waited.wait(timeout=TIMEOUT) == 0, log.read_text()
+    assert "2 skipped as already done" in log.read_text()
     assert len(_assert_complete(results)) == 2
 
 
