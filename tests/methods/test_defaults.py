@@ -46,21 +46,21 @@ def test_a_baseline_with_its_defaults_beats_the_constant_predictor(problem, meth
 
 @pytest.mark.parametrize(("method", "points", "keep", "warns"), [
     ("map", 40, None, True), ("swag", 40, None, True), ("ensemble", 40, None, True),
-    ("map", 120, None, False), ("map", 120, "lowest", True), ("map", 180, "lowest", False),
+    ("map", 240, None, False), ("map", 240, "lowest", True), ("map", 500, "lowest", False),
     ("laplace", 40, None, False), ("mcdropout", 40, None, False),
 ])  # fmt: skip
 def test_a_method_that_keeps_a_mode_warns_on_few_points_per_weight(
     method, points, keep, warns, caplog
 ) -> None:
-    # 2 inputs, 10 units, 1 output: 41 weights, so 164 points are the threshold of 4 per
-    # weight. Below 100 points map keeps its lowest loss; from 100 it stops early by default.
+    # 2 inputs, 30 units, 1 output: 121 weights, so 484 points are the threshold of 4 per
+    # weight. Below 200 points map keeps its lowest loss; from 200 it stops early by default.
     rng = np.random.default_rng(0)
     x = rng.normal(size=(points, 2))
-    model = BNN(x, x[:, 0], hidden=(10,), noise="learned")
+    model = BNN(x, x[:, 0], hidden=(30,), noise="learned")
     options = {"num_snapshots": 2, "rank": 2} if method == "swag" else {}
     if keep is not None:
         options["keep"] = keep
     with caplog.at_level("WARNING", logger="ppl_bnn.fit"):
         fit(model, method, seed=0, num_steps=5, **options)
-    expected = f"{method}: {points} training points for 41 weights, fewer than 4 per weight"
+    expected = f"{method}: {points} training points for 121 weights, fewer than 4 per weight"
     assert any(expected in r.getMessage() for r in caplog.records) == warns, caplog.text

@@ -18,7 +18,7 @@ STEPS = 1500
 
 
 def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A smooth function of 8 inputs plus noise of std 0.3: 150 points overfit 50 tanh units."""
+    """A smooth function of 8 inputs plus noise of std 0.3: 250 points overfit 50 tanh units."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, 8)).astype(np.float32)
     y = np.sin(x[:, 0] + 0.5 * x[:, 1]) + 0.3 * rng.normal(size=n)
@@ -27,14 +27,14 @@ def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def model() -> BNN:
-    return BNN(*_data(150, 0), hidden=(50,), activation="tanh", noise="learned")
+    return BNN(*_data(250, 0), hidden=(50,), activation="tanh", noise="learned")
 
 
 def test_the_held_out_tenth_is_seeded_and_disjoint(model):
     target = Target.build("numpyro", model)
     split = held_out_split(target, seed=3)
     x_val, y_val = split.validation
-    assert (split.num_data, len(y_val)) == (135, 15)
+    assert (split.num_data, len(y_val)) == (225, 25)
     rows = {tuple(row) for row in np.concatenate([split.model.x, x_val])}
     assert rows == {tuple(row) for row in model.x}  # every point once, on one side
     again = held_out_split(target, seed=3).validation[0]
@@ -76,7 +76,7 @@ def test_map_keeps_the_checkpoint_that_predicts_the_held_out_points_best(model, 
     curve = stopped.info["early_stopping"]
     assert "training_curve" not in stopped.info  # the report's curves are svi's, on test data
     best = int(np.argmax(curve["held_out_ll"]))
-    assert curve["num_held_out"] == 15 and len(curve["step"]) == 50
+    assert curve["num_held_out"] == 25 and len(curve["step"]) == 50
     assert stopped.info["kept_step"] == curve["kept_step"] == curve["step"][best] < STEPS
     # It stopped early, and the kept draw is those parameters: its log-likelihood on the
     # held-out points is the best.
