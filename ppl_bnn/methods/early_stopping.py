@@ -14,9 +14,9 @@ points (at most :data:`~ppl_bnn.methods.curves.MAX_HELD_OUT`, chosen by the fit'
 :math:`\frac1{N_v}\sum_n \log p(y_n \mid x_n, \hat\theta_t)` at
 :data:`~ppl_bnn.methods.curves.CURVE_POINTS` checkpoints, and keeps the parameters of the best
 (:class:`~ppl_bnn.methods.curves.TrainingCurve` with ``keep_best``). It is not refitted on the
-held-out points. Below :data:`MIN_POINTS` training points a held-out set is too small to score
-and ``keep=None`` keeps the lowest loss instead (:meth:`~ppl_bnn.methods.map_estimate.
-MAPOptions.kept_iterate`).
+held-out points. Below :data:`~ppl_bnn.methods.map_estimate.EARLY_STOPPING_MIN_POINTS`
+training points a held-out set is too small to score and ``keep=None`` keeps the lowest loss
+instead (:meth:`~ppl_bnn.methods.map_estimate.MAPOptions.kept_iterate`).
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ from ppl_bnn.seeding import numpy_generator
 
 #: Fraction of the training points held out to choose the stopping step.
 HELD_OUT_FRACTION = 0.1
-#: Fewest training points for which ``keep=None`` stops early (20 held out). With 10 (the gap
-#: set of the default suite, 100 points) the choice of step was noise: tuned MAP's test
-#: log-likelihood in the gap fell from -11.8 to -13.3 nats.
-MIN_POINTS = 200
 
 
 def held_out_split(target: Target, seed: int) -> Target:

@@ -55,10 +55,10 @@ from ppl_bnn.timing import now
 #: code (0.005, 0.01, 0.05, 0.1), with the noise learned as in ``map``. Its 0.05 adds a spread to
 #: every prediction that the learned noise, fitted under dropout, does not give back, so on sets
 #: whose residuals are small next to the targets' std it under-fits the predictive: on the UCI
-#: sets, split 0, 0.01 scored above 0.05 on five of six, the lowest rates (0.005, 0.01) were
-#: what validation chose most often in the uci suite, and 0.05 stayed far below MAP where the
-#: noise is small (``benchmarks/defaults_audit.py``). Classification: 0.5, the networks of
-#: Srivastava et al. (2014).
+#: sets, split 0, trained to the last step, 0.01 scored above 0.05 on five of six, the lowest
+#: rates (0.005, 0.01) were what validation chose most often in the uci suite, and 0.05 stayed
+#: far below MAP where the noise is small (``benchmarks/defaults_audit.py``). Classification:
+#: 0.5, the networks of Srivastava et al. (2014).
 DEFAULT_RATES: dict[str, float] = {"gaussian": 0.01, "categorical": 0.5}
 
 #: Concrete dropout's initial rate without ``dropout_rate`` (Gal et al.'s code: 0.1).

@@ -7,8 +7,9 @@ import pytest
 
 from ppl_bnn import BNN, fit
 from ppl_bnn.backends.base import Target
-from ppl_bnn.methods.early_stopping import MIN_POINTS, held_out_split
+from ppl_bnn.methods.early_stopping import held_out_split
 from ppl_bnn.methods.laplace import LaplaceOptions
+from ppl_bnn.methods.map_estimate import EARLY_STOPPING_MIN_POINTS as MIN_POINTS
 from ppl_bnn.methods.map_estimate import MAPOptions
 
 pytestmark = pytest.mark.runtime(20)  # seconds on 2 cores: started first (tests/conftest.py)

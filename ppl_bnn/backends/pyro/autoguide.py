@@ -148,10 +148,11 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                     first = now()
                 if curve is not None:
                     log_lik[i] = elbo.last_log_lik
-                    if i + 1 in checkpoints and options.GUIDE == "AutoDelta":
-                        curve.checkpoint_point(_point_at(guide, names), keep=_copy_params)
-                    elif i + 1 in checkpoints:
-                        curve.checkpoint(*_guide_at(guide, names))
+                    if i + 1 in checkpoints:
+                        if options.GUIDE == "AutoDelta":
+                            curve.checkpoint_point(_point_at(guide, names), keep=_copy_params)
+                        else:
+                            curve.checkpoint(*_guide_at(guide, names))
             params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
             check_losses(name, target, options, losses, params)
             kept = {}
