@@ -1,16 +1,20 @@
 """Every method called with its defaults, ``fit(model, method, backend=b, seed=0)``, on the UCI
-regression sets of a data directory (split 0, standardised, 50 tanh units, the noise learned)
-and on the offline ``digits`` set (50 tanh units, categorical).
+regression sets of a data directory (split 0, standardised, 50 tanh units, the noise learned,
+or known with ``--noise STD``), on the offline ``digits`` set (50 tanh units, categorical) and on
+``digits-images``, the same digits as 8x8 images through a small convolutional network
+(:data:`CONV_LAYERS`).
 
-For each (set, backend, method) it records whether the fit finished, its test log-likelihood
-(per point, standardised units for regression), the constant predictor's (a Gaussian at the
-training targets' mean and std; the training class frequencies) and MAP's, and prints one
-Markdown table; ``--out`` also writes it as CSV.
+For each (set, backend, method) it records whether the fit finished, whether it diverged (a
+sampler's chain that stopped at a non-finite step keeps its draws before it), its test
+log-likelihood (per point, standardised units for regression), the constant predictor's (a
+Gaussian at the training targets' mean and std; the training class frequencies) and MAP's, and
+prints one Markdown table; ``--out`` also writes it as CSV.
 
     python benchmarks/defaults_audit.py --data-dir ../shared/data
     python benchmarks/defaults_audit.py --sets bostonHousing concrete --methods map swag
     python benchmarks/defaults_audit.py --methods mcdropout --option mcdropout.dropout_rate=0.05
     python benchmarks/defaults_audit.py --methods all --sets bostonHousing
+    python benchmarks/defaults_audit.py --noise 0.1 --sets bostonHousing kin8nm
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from scipy.stats import norm
 from ppl_bnn import BNN, configure_runtime, fit
 from ppl_bnn.data import load_dataset
 from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
 from ppl_bnn.methods import method_names
+from ppl_bnn.methods.base import DivergedError
 
 #: The baselines whose defaults a user of ``fit`` meets first (``--methods`` takes any).
 BASELINES = ("map", "laplace", "swag", "mcdropout", "ensemble")
@@ -43,17 +49,27 @@ SETS = (
     "power-plant",
     "naval-propulsion-plant",
     "digits",
+    "digits-images",
 )
+#: ``digits-images``' network: 8 3x3 ReLU filters, 2x2 max pooling, a dense softmax layer.
+CONV_LAYERS = (Conv2d(8, 3, padding="same", activation="relu"), MaxPool2d(2), Flatten(), Dense(10))
 
 
-def _model_and_constant(data: Dataset) -> tuple[BNN, float]:
+def _load(name: str, data_dir: str) -> Dataset:
+    if name == "digits-images":
+        return load_dataset("digits", split=0, image=True)
+    return load_dataset(name, split=0, data_dir=data_dir)
+
+
+def _model_and_constant(name: str, data: Dataset, noise: str | float) -> tuple[BNN, float]:
     """The audit's network on ``data``, and the constant predictor's test log-likelihood."""
     if data.task == "classification":
-        model = BNN(data.x_train, data.y_train, hidden=(50,), likelihood="categorical",
-                    num_classes=data.num_classes)  # fmt: skip
+        layers = {"layers": list(CONV_LAYERS)} if name == "digits-images" else {"hidden": (50,)}
+        model = BNN(data.x_train, data.y_train, likelihood="categorical",
+                    num_classes=data.num_classes, **layers)  # fmt: skip
         counts = np.bincount(data.y_train, minlength=data.num_classes) + 1.0  # add-one: no log 0
         return model, float(np.log(counts / counts.sum())[data.y_test].mean())
-    model = BNN(data.x_train, data.y_train, hidden=(50,), activation="tanh", noise="learned")
+    model = BNN(data.x_train, data.y_train, hidden=(50,), activation="tanh", noise=noise)
     return model, float(norm.logpdf(data.y_test, data.y_train.mean(), data.y_train.std()).mean())
 
 
@@ -63,12 +79,14 @@ def audit(
     backends: list[str],
     data_dir: str,
     options: dict[str, dict[str, object]] | None = None,
+    noise: str | float = "learned",
 ) -> pd.DataFrame:
-    """The audit's rows; ``options``: method -> options that replace its defaults."""
+    """The audit's rows; ``options``: method -> options that replace its defaults; ``noise``:
+    the regression networks' noise (``"learned"`` or a known std, standardised units)."""
     rows = []
     for name in sets:
-        data = load_dataset(name, split=0, data_dir=data_dir)
-        model, constant = _model_and_constant(data)
+        data = _load(name, data_dir)
+        model, constant = _model_and_constant(name, data, noise)
         for backend in backends:
             for method in methods:
                 start = time.perf_counter()
@@ -76,10 +94,14 @@ def audit(
                     chosen = (options or {}).get(method, {})
                     result = fit(model, method, backend=backend, seed=0, **chosen)
                     ll, error = float(result.predict(data.x_test).log_likelihood(data.y_test)), ""
+                    # A chain that diverged keeps its draws before it: finished, not working.
+                    diverged = bool(result.info.get("diverged", False))
                 except Exception as err:  # a failure is a row of the table, named
                     ll, error = math.nan, f"{type(err).__name__}: {str(err)[:160]}"
+                    diverged = isinstance(err, DivergedError)
                 rows.append(
-                    {"set": name, "backend": backend, "method": method, "test_ll": ll,
+                    {"set": name, "noise": noise if data.task == "regression" else "",
+                     "backend": backend, "method": method, "test_ll": ll, "diverged": diverged,
                      "constant_ll": constant, "seconds": time.perf_counter() - start,
                      "error": error}
                 )  # fmt: skip
@@ -103,6 +125,10 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["numpyro", "pyro"])
     parser.add_argument("--out", type=Path, help="also write the table as CSV here")
     parser.add_argument(
+        "--noise", default="learned", type=lambda v: v if v == "learned" else float(v),
+        help="the regression networks' noise: 'learned' (default) or a known std (standardised)",
+    )  # fmt: skip
+    parser.add_argument(
         "--option", action="append", default=[], metavar="METHOD.NAME=VALUE",
         help="replace one default, e.g. mcdropout.dropout_rate=0.05 or map.keep=lowest (a Python "
         "literal, else a string)",
@@ -111,11 +137,13 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     configure_runtime(host_devices=1, torch_threads=os.cpu_count() or 1)
     methods = list(method_names()) if args.methods == ["all"] else args.methods
-    frame = audit(args.sets, methods, args.backends, args.data_dir, _options(args.option))
+    frame = audit(
+        args.sets, methods, args.backends, args.data_dir, _options(args.option), args.noise
+    )
     if args.out:
         frame.to_csv(args.out, index=False)
-    columns = ["set", "backend", "method", "test_ll", "map_ll", "constant_ll", "beats_constant",
-               "seconds", "error"]  # fmt: skip
+    columns = ["set", "noise", "backend", "method", "test_ll", "diverged", "map_ll",
+               "constant_ll", "beats_constant", "seconds", "error"]  # fmt: skip
     print(markdown(frame[columns]))
 
 

@@ -62,9 +62,17 @@ def pytest_configure(config: pytest.Config) -> None:
 SHARED_SCOPES = ("tests/report/",)
 
 
+#: Modules whose tests are units of their own, spread over the workers: long tests that share
+#: no module-scoped fixture (one unit of them would be the run's tail, on one worker).
+SPLIT_SCOPES = ("tests/methods/test_defaults.py",)
+
+
 def _scope(nodeid: str) -> str:
-    """The unit xdist's loadscope hands to one worker: a shared folder, else the module."""
+    """The unit xdist's loadscope hands to one worker: a shared folder, the test itself in a
+    split module, else the module."""
     module = nodeid.split("::", 1)[0]
+    if module in SPLIT_SCOPES:
+        return nodeid
     return next((folder for folder in SHARED_SCOPES if module.startswith(folder)), module)
 
 
@@ -100,7 +108,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     weights: dict[str, float] = {}
     for module, seconds in modules.items():
         weights[_scope(module)] = weights.get(_scope(module), 0.0) + seconds
-    items.sort(key=lambda item: -weights[_scope(item.nodeid)])
+
+    def weight(item: pytest.Item) -> float:
+        # A split module's tests are weighed as their module: they start with the long units.
+        module = item.nodeid.split("::", 1)[0]
+        return modules[module] if module in SPLIT_SCOPES else weights[_scope(item.nodeid)]
+
+    items.sort(key=lambda item: -weight(item))
 
 
 @pytest.fixture

@@ -7,7 +7,12 @@ import pytest
 
 from ppl_bnn import fit
 from ppl_bnn.methods.base import DivergedError
+from ppl_bnn.methods.csghmc import CSGHMCOptions
+from ppl_bnn.methods.csgld import CSGLDOptions
+from ppl_bnn.methods.initialisation import scaled_values
 from ppl_bnn.methods.sgld import SGLDOptions, sgld, step_size_schedule
+from ppl_bnn.methods.sgmcmc import STEP_RATE
+from ppl_bnn.seeding import child_seed
 from tests.closed_form import flat_draws, linear_problem
 
 # Per backend: (step size, thinning, kept draws). Step sizes are small next to the posterior
@@ -143,3 +148,33 @@ def test_bad_sgld_options(problem):
         fit(problem.model, "sgld", batch_size=100)
     with pytest.raises(ValueError, match=r"temperature must be a finite number > 0"):
         fit(problem.model, "sgld", temperature=0)
+    with pytest.raises(ValueError, match=r"unknown init_loc 'map' for an SG-MCMC chain; availab"):
+        fit(problem.model, "sgld", init_loc="map")
+    with pytest.raises(ValueError, match=r"step_size must be a finite number > 0"):
+        fit(problem.model, "sgld", step_size=-1e-4)
+
+
+def test_the_default_step_size_is_a_rate_per_training_point():
+    assert SGLDOptions().for_data(500).step_size == pytest.approx(STEP_RATE / 500)
+    assert SGLDOptions(step_size=1e-3).for_data(500).step_size == 1e-3  # given: kept
+    # The cyclical peak is half the rate; csghmc's exploration is SGD with momentum, whose
+    # rate is scaled by the friction too.
+    assert CSGLDOptions().for_data(500).step_size == pytest.approx(STEP_RATE / 2 / 500)
+    assert CSGHMCOptions(friction=0.2).for_data(500).step_size == pytest.approx(
+        0.2 * STEP_RATE / 2 / 500
+    )
+
+
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_chains_start_at_their_own_scaled_draw_and_step_at_the_rate_per_point(problem, backend):
+    short = {"backend": backend, "seed": 4, "num_burnin": 0, "thinning": 1, "num_samples": 1}
+    # Steps of 1e-9 leave each chain where it started.
+    result = fit(problem.model, "sgld", num_chains=2, step_size=1e-9, **short)
+    for chain in range(2):
+        start = scaled_values(problem.model, child_seed(4, f"sgld_init{chain}"))
+        for site in ("w0", "b0"):
+            np.testing.assert_allclose(result.draws[site][chain, 0], start[site], atol=1e-3)
+    assert np.abs(result.draws["w0"][0] - result.draws["w0"][1]).max() > 0.1
+    default = fit(problem.model, "sgld", **short)
+    n = problem.model.num_data
+    np.testing.assert_allclose(default.sample_stats["step_size"], STEP_RATE / n, rtol=1e-6)

@@ -29,6 +29,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     spec = target.spec
     x, y = target.x, target.y
     n = target.num_data
+    options = options.for_data(n)
     batch = options.resolved_batch_size(n)
     log_joint = ops.log_joint(spec)
     transforms = site_transforms(spec, ops.PPL_NUMPYRO)

@@ -32,6 +32,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     spec = target.spec
     x, y = target.x, target.y
     n = target.num_data
+    options = options.for_data(n)
     batch = options.resolved_batch_size(n)
     init, step = options.kernel()
     starts = options.initial_positions(target.model, seed, name)
