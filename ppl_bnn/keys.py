@@ -1,11 +1,13 @@
 """Content keys: the SHA-256 of what determines a result or a program, so that equal inputs
-find what was computed from them before (shared fits, compiled programs)."""
+find what was computed from them before (shared fits, compiled programs, the report's memos)."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,3 +31,14 @@ def content_key(*parts: Any) -> str:
     parts give the same key in every process."""
     text = json.dumps(parts, sort_keys=True, default=_plain)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def source_key(files: Iterable[Path], *extra: str) -> str:
+    """A hash of the files' names and contents and of ``extra`` (versions): code's key, so that
+    what an edited module computes is not mistaken for what the old one did."""
+    digest = hashlib.sha256()
+    for part in extra:
+        digest.update(part.encode())
+    for path in files:
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()

@@ -9,11 +9,12 @@ the store is read from it, any other is run and written to it.
 
 The key is the SHA-256 of everything that determines the run: the method, the backend, the
 model spec, the bytes of the training data, the method's options, the seed, the library
-versions and :data:`FORMAT`. A run read from the store keeps the timings of the run that
-produced it, and the fit that read it adds that run's wall time to its own (:func:`collect`),
-so a contestant's cost includes what producing each of its parts cost, shared or not. Entries
-are written atomically; two processes that run the same key at once both write it, the same
-run.
+versions, the fitting code (:func:`fitting_code_key`: a run of an edited method is not read
+back for the new one) and :data:`FORMAT`. A run read from the store keeps the timings of the
+run that produced it, and the fit that read it adds that run's wall time to its own
+(:func:`collect`), so a contestant's cost includes what producing each of its parts cost,
+shared or not. Entries are written atomically; two processes that run the same key at once
+both write it, the same run.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import logging
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ppl_bnn.files import write_atomic
-from ppl_bnn.keys import content_key
+from ppl_bnn.keys import content_key, source_key
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
 
@@ -74,12 +76,22 @@ def collect() -> Iterator[list[dict[str, Any]]]:
             outer.extend(read)
 
 
+@cache
+def fitting_code_key() -> str:
+    """A hash of the package's source but for the benchmark runner and the report (which fit
+    nothing): what a stored run was computed by."""
+    package = Path(__file__).resolve().parents[1]
+    skipped = {package / "bench", package / "report"}
+    files = sorted(p for p in package.rglob("*.py") if not skipped & set(p.parents))
+    return source_key(files)
+
+
 def run_key(method: str, target: Any, options: Any, seed: int) -> str:
     """The store's key of ``method``'s run on ``target`` with ``options`` and ``seed``."""
     model = target.model
     return content_key(
         FORMAT, method, target.backend, model.spec, model.x, model.y, options, seed,
-        library_versions(),
+        library_versions(), fitting_code_key(),
     )  # fmt: skip
 
 

@@ -32,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from ppl_bnn import metrics
+from ppl_bnn.keys import source_key
 from ppl_bnn.report.load import PREDICTIONS_FILE, SuiteResults
-from ppl_bnn.report.memo import CACHE_DIR, file_key, keep, source_key
+from ppl_bnn.report.memo import CACHE_DIR, file_key, keep
 from ppl_bnn.report.stats import spread
 
 logger = logging.getLogger(__name__)

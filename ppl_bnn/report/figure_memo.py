@@ -23,9 +23,10 @@ from pathlib import Path
 import matplotlib
 
 from ppl_bnn import metrics
+from ppl_bnn.keys import source_key
 from ppl_bnn.report.document import Figure
 from ppl_bnn.report.load import SuiteResults
-from ppl_bnn.report.memo import CACHE_DIR, folder_key, keep, source_key
+from ppl_bnn.report.memo import CACHE_DIR, folder_key, keep
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,7 @@ forgets what the old one computed.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Iterable
 from pathlib import Path
 
 from ppl_bnn.files import write_atomic
@@ -42,16 +40,6 @@ def folder_key(folder: Path) -> list[tuple[str, int, int]]:
             size, mtime = file_key(path) or (-1, -1)
             out.append((str(path.relative_to(folder)), size, mtime))
     return out
-
-
-def source_key(files: Iterable[Path], *extra: str) -> str:
-    """A hash of the files' names and contents and of ``extra`` (versions)."""
-    digest = hashlib.sha256()
-    for part in extra:
-        digest.update(part.encode())
-    for path in files:
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 def keep(path: Path, text: str, what: str) -> None:
