@@ -19,24 +19,8 @@ from ppl_bnn.methods.sgmcmc import CyclicalOptions
 @dataclass(frozen=True, kw_only=True)
 class CSGHMCOptions(CyclicalOptions, SGHMCOptions):
     """Options of ``fit(..., method="csghmc")``: those of SGHMC with the defaults of
-    :class:`~ppl_bnn.methods.sgmcmc.CyclicalOptions`, with a step scaled by the friction."""
-
-    @property
-    def step_rate(self) -> float:
-        r"""The default peak step size per training point: ``friction`` times the cyclical
-        rate (:attr:`~ppl_bnn.methods.sgmcmc.CyclicalOptions.step_rate`).
-
-        Each cycle opens with SGD with momentum (no noise), whose steady step is
-        :math:`\epsilon / (2 \alpha)` times the gradient against SGLD's :math:`\epsilon / 2`,
-        so this rate gives it the step of ``csgld``'s exploration. With a learned noise that
-        exploration finds the narrow region of a high noise precision, and the next cycle's
-        peak step throws the chain out of it (``benchmarks/defaults_audit.py``): at
-        :data:`~ppl_bnn.methods.sgmcmc.STEP_RATE` csghmc diverged at the start of the second
-        cycle on bostonHousing, concrete and naval-propulsion-plant; at ``friction *
-        STEP_RATE``, at the start of the third on naval (residuals 0.04 of the targets' std),
-        on both backends; at this rate nowhere.
-        """
-        return self.friction * super().step_rate
+    :class:`~ppl_bnn.methods.sgmcmc.CyclicalOptions`: the default peak is half of ``sghmc``'s
+    default step (``friction`` times the rate per point, :attr:`SGHMCOptions.step_rate`)."""
 
 
 METHOD = Method(

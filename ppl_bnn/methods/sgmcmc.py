@@ -267,7 +267,10 @@ class CyclicalOptions(SGMCMCOptions):
         scored -1.42 and -1.48 (NumPyro, Pyro) on 350 diabetes points, where the constant
         predictor scores -1.46, and -1.12 and -1.16 at half of it
         (``tests/methods/test_defaults.py``). On the UCI sets half of it cost up to 0.17 nats
-        (kin8nm) and gained 0.04 on concrete (``benchmarks/defaults_audit.py``)."""
+        (kin8nm) and gained 0.04 on concrete (``benchmarks/defaults_audit.py``). For
+        ``csghmc`` the full rate (``sghmc``'s) threw the chains out of the narrow region of a
+        high noise precision at the next cycle's peak: it diverged at the start of the third
+        cycle on naval-propulsion-plant, on both backends."""
         return super().step_rate / 2
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.csghmc import CSGHMCOptions
 from ppl_bnn.methods.csgld import CSGLDOptions
 from ppl_bnn.methods.initialisation import scaled_values
+from ppl_bnn.methods.sghmc import SGHMCOptions
 from ppl_bnn.methods.sgld import SGLDOptions, sgld, step_size_schedule
 from ppl_bnn.methods.sgmcmc import STEP_RATE
 from ppl_bnn.seeding import child_seed
@@ -157,8 +158,11 @@ def test_bad_sgld_options(problem):
 def test_the_default_step_size_is_a_rate_per_training_point():
     assert SGLDOptions().for_data(500).step_size == pytest.approx(STEP_RATE / 500)
     assert SGLDOptions(step_size=1e-3).for_data(500).step_size == 1e-3  # given: kept
-    # The cyclical peak is half the rate; csghmc's exploration is SGD with momentum, whose
-    # rate is scaled by the friction too.
+    # SGHMC's momentum lengthens its steady step by 1 / friction: its rate is scaled by the
+    # friction. The cyclical peak is half the constant schedule's.
+    assert SGHMCOptions(friction=0.2).for_data(500).step_size == pytest.approx(
+        0.2 * STEP_RATE / 500
+    )
     assert CSGLDOptions().for_data(500).step_size == pytest.approx(STEP_RATE / 2 / 500)
     assert CSGHMCOptions(friction=0.2).for_data(500).step_size == pytest.approx(
         0.2 * STEP_RATE / 2 / 500
