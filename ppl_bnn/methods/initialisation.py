@@ -65,6 +65,22 @@ def uniform_values(model: BNN, seed: int) -> dict[str, np.ndarray]:
     return values
 
 
+#: The starts drawn from a seed alone, without fitting anything.
+SEEDED = ("scaled", "uniform", "prior")
+
+
+def seeded_values(model: BNN, how: str, seed: int) -> dict[str, np.ndarray]:
+    """``model``'s site values (constrained) drawn from ``seed`` as ``how`` (one of
+    :data:`SEEDED`) says: :func:`scaled_values`, :func:`uniform_values` or a prior draw."""
+    if how == "scaled":
+        return scaled_values(model, seed)
+    if how == "uniform":
+        return uniform_values(model, seed)
+    if how == "prior":
+        return model.init_params(seed)
+    raise ValueError(f"unknown seeded start {how!r}; available: {', '.join(SEEDED)}")
+
+
 @dataclass
 class Start:
     """Initial site values (constrained), and what making them cost and recorded."""
@@ -81,14 +97,10 @@ def initial_values(name: str, target: Target, options: Any, seed: int) -> Start:
 
     Seeds are child seeds of ``seed`` (``"init_loc"``; ``"init_map"`` for the MAP fit)."""
     how = getattr(options, "init_loc", "uniform")
-    init_seed = child_seed(seed, "init_loc")
-    if how == "scaled":
-        return Start(scaled_values(target.model, init_seed), {"init_loc": how})
+    if how in SEEDED:
+        values = seeded_values(target.model, how, child_seed(seed, "init_loc"))
+        return Start(values, {"init_loc": how})
     check_init_loc(how)
-    if how == "uniform":
-        return Start(uniform_values(target.model, init_seed), {"init_loc": how})
-    if how == "prior":
-        return Start(target.model.init_params(init_seed), {"init_loc": how})
     return _map_start(name, target, options, child_seed(seed, "init_map"))
 
 

@@ -63,7 +63,7 @@ from ppl_bnn.methods.checks import (
     check_positive_int,
 )
 from ppl_bnn.methods.divergence import diverged
-from ppl_bnn.methods.initialisation import scaled_values
+from ppl_bnn.methods.initialisation import seeded_values
 from ppl_bnn.methods.minibatch import batch_schedule
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.seeding import child_seed, numpy_generator
@@ -337,11 +337,7 @@ def initial_positions(
     sites = {s.name: s for s in model.spec.sites()}
     out = []
     for chain in range(num_chains):
-        chain_seed = child_seed(seed, f"{name}_init{chain}")
-        if init_loc == "scaled":
-            params = scaled_values(model, chain_seed)
-        else:
-            params = model.init_params(chain_seed)
+        params = seeded_values(model, init_loc, child_seed(seed, f"{name}_init{chain}"))
         out.append({k: sites[k].prior.unconstrain(v) for k, v in params.items()})
     return out
 

@@ -13,6 +13,7 @@ from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.initialisation import (
     UNIFORM_RADIUS,
     scaled_values,
+    seeded_values,
     uniform_values,
 )
 from ppl_bnn.methods.svi import SVIOptions
@@ -48,6 +49,12 @@ def _assert_locs(result, expected: dict[str, np.ndarray], atol: float) -> None:
 def test_an_unknown_init_loc_is_named(value) -> None:
     with pytest.raises(ValueError, match=r"unknown init_loc .*available: uniform, prior, map"):
         SVIOptions(init_loc=value)
+
+
+def test_a_seeded_start_is_one_of_three(model) -> None:
+    assert seeded_values(model, "scaled", 3).keys() == seeded_values(model, "prior", 3).keys()
+    with pytest.raises(ValueError, match="unknown seeded start 'map'; available: scaled, unif"):
+        seeded_values(model, "map", 3)
 
 
 def test_init_map_steps_must_be_a_positive_integer() -> None:
