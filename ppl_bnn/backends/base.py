@@ -98,6 +98,10 @@ class Target:
         program: The model callable ``program(x, y=None, likelihood_scale=1.0)``.
         validation: Held-out ``(x, y)`` as validated numpy arrays, for methods that record
             training curves; None when not given.
+        variant: What makes ``program`` other than the spec's own model (``mcdropout``'s
+            training-time :class:`~ppl_bnn.model.dropout.Dropout`); None for the spec's model.
+            Compiled programs that call ``program`` are kept under it, so that a fit of one
+            program never runs one compiled for another.
     """
 
     backend: str
@@ -106,6 +110,7 @@ class Target:
     y: Any
     program: Callable[..., Any]
     validation: tuple[np.ndarray, np.ndarray] | None = None
+    variant: Any = None
 
     @classmethod
     def build(

@@ -189,7 +189,10 @@ def run(name: str, target: Target, options: MCDropoutOptions, seed: int) -> RunO
         )
     program = get_backend(target.backend).model(spec, dropout=dropout)
     trained = map_estimate.METHOD.runner(target.backend)(
-        name, replace(target, program=program), options.map_options(target.num_data), seed
+        name,
+        replace(target, program=program, variant=dropout),
+        options.map_options(target.num_data),
+        seed,
     )
     if dropout.concrete:
         rates = dict(trained.info["dropout_rates"])

@@ -62,3 +62,19 @@ def test_fits_that_differ_only_in_the_kl_weight_share_one_program(
     # The weight reaches the program: the tempered fit is not the untempered one.
     untempered = fit(model, "svi", seed=0, kl_weight=1.0, **options)
     assert not np.array_equal(untempered.draws["w0"], compiled.draws["w0"])
+
+
+def test_a_program_of_another_model_is_not_reused() -> None:
+    """MC dropout trains its MAP on the model with masks, with map's options (from 200 points
+    both stop early): map's programs, compiled first in the process, must not train it without
+    them."""
+    x = np.random.default_rng(0).normal(size=(200, 2))
+    model = BNN(x, np.sin(x[:, 0]), hidden=(4,), noise=0.3)
+    options = {"num_steps": 60, "dropout_rate": 0.3}
+    programs._programs.clear()
+    alone = fit(model, "mcdropout", seed=0, **options)
+    programs._programs.clear()
+    fit(model, "map", seed=0, num_steps=60)
+    after_map = fit(model, "mcdropout", seed=0, **options)
+    for site, draws in alone.draws.items():
+        np.testing.assert_array_equal(after_map.draws[site], draws)
