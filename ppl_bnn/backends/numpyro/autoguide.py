@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 
 import jax
@@ -13,10 +12,10 @@ from numpyro.infer import SVI, autoguide, init_to_value
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
-from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
 from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.backends.numpyro.steps import hold, run_steps
+from ppl_bnn.backends.numpyro.svi_init import initialise, set_up, traced
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.early_stopping import held_out_split
@@ -30,7 +29,6 @@ from ppl_bnn.methods.optimisation import (
     finish,
     kept_step,
     learned_prior_info,
-    loss_error,
 )
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
@@ -44,9 +42,10 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         target = held_out_split(target, seed)
     x, y, program = target.x, target.y, target.program
     start_values = initial_values(name, target, options, seed)
-    values = {k: jnp.asarray(v) for k, v in start_values.values.items()}
+    # Filled from the initialisation program's argument while it is traced (svi_init).
+    guide_start = {k: jnp.asarray(v) for k, v in start_values.values.items()}
     guide = getattr(autoguide, options.GUIDE)(
-        program, init_loc_fn=init_to_value(values=values), **options.guide_kwargs()
+        program, init_loc_fn=init_to_value(values=guide_start), **options.guide_kwargs()
     )
     elbo = OrderedTraceELBO(options.num_particles)
     svi = SVI(program, guide, Adam(options.learning_rate), elbo)
@@ -62,6 +61,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         (state, lowest), stopped = carry
         x_all, y_all, scale = data
         xb, yb = (x_all, y_all) if idx is None else (x_all[idx], y_all[idx])
+        set_up(guide, xb, yb, likelihood_scale=scale)  # not on the step's random stream
         new, loss, log_lik = update(svi, state, xb, yb, likelihood_scale=scale)
         if keep_lowest:
             lowest = _lower(lowest, loss, svi.get_params(state), state.optim_state[0], active)
@@ -80,20 +80,28 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     kinds = ("loc",) if options.GUIDE == "AutoDelta" else ("loc", "scale")
 
     # What the programs below close over: the model (its spec and variant) and the options. The
-    # data and the likelihood scale are arguments, so fits that differ only in the KL weight (a
-    # beta sweep) run one program.
+    # data and the
+    # likelihood scale are arguments, so fits that differ only in the KL weight (a beta sweep)
+    # run one program.
     program_key = ("autoguide", target.spec, target.variant, replace(options, kl_weight=1.0))
     data = (x, y, jnp.asarray(scale, dtype=jnp.result_type(float)))
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
-    # NumPyro refuses to start where the loss is not finite: a breakdown at step 0.
-    with ops.no_valid_start_as(lambda: loss_error(name, target, options, 0)):
-        state = svi.init(key_init, x, y, likelihood_scale=full_scale)
+    full = (x, y, jnp.asarray(full_scale, dtype=jnp.result_type(float)))
+    init_key = ("autoguide", target.spec, target.variant, options.GUIDE, options.guide_kwargs())
+    state = initialise(svi, key_init, full, guide_start, init_key)
     lowest = (jnp.asarray(jnp.inf, dtype=float), svi.get_params(state)) if keep_lowest else None
     initialised = now()
     (state, lowest), (losses, log_lik), compile_s, run_s = run_steps(
-        one_step, (state, lowest), schedule, options.num_steps, curve, record, program_key, data
+        traced(guide, one_step),
+        (state, lowest),
+        schedule,
+        options.num_steps,
+        curve,
+        record,
+        program_key,
+        data,
     )
     end = now()
     params = svi.get_params(state)
@@ -102,11 +110,12 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     info: dict = {"elbo": "OrderedTraceELBO", "guide": options.GUIDE}
     evaluate_s = 0.0
     if keep_lowest:  # the loss after the last step, the one iterate the scan did not score
-        evaluate = compiled(
-            (*program_key, "evaluate"),
-            lambda s, data: svi.evaluate(s, *data[:2], likelihood_scale=data[2]),
-            state, data,
-        )  # fmt: skip
+
+        def loss_at(state, data):
+            set_up(guide, data[0], data[1], likelihood_scale=data[2])
+            return svi.evaluate(state, data[0], data[1], likelihood_scale=data[2])
+
+        evaluate = compiled((*program_key, "evaluate"), traced(guide, loss_at), state, data)
         evaluate_s = now() - end
         info["kept_step"] = kept_step(losses, float(evaluate(state, data)))
         if info["kept_step"] < options.num_steps:
@@ -115,19 +124,25 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         params, info["kept_step"] = curve.best, curve.best_step
     evaluated = now()
     if options.GUIDE == "AutoLaplaceApproximation":
-        with warnings.catch_warnings():
-            warnings.filterwarnings("error", message="Hessian of log posterior at the MAP")
-            try:
-                guide.get_transform(params)
-            except UserWarning as err:
-                raise HessianError(HESSIAN_MESSAGE.format(steps=options.num_steps)) from err
-    sample = compiled(
-        (*program_key, "sample"),
-        lambda key, p: guide.sample_posterior(key, p, sample_shape=(options.draws,)),
-        key_draws, params,
-    )  # fmt: skip
+        # Where the Hessian at the mode is not positive definite, its Cholesky factor is NaN,
+        # which NumPyro sets to 0 (it warns, but only eagerly): a factor of the inverse must
+        # have a positive diagonal.
+        def factored(params, data):
+            set_up(guide, data[0], data[1], likelihood_scale=data[2])
+            diagonal = jnp.diagonal(guide.get_transform(params).scale_tril)
+            return jnp.all(jnp.isfinite(diagonal) & (diagonal > 0))
+
+        factor = compiled((*program_key, "laplace"), traced(guide, factored), params, full)
+        if not bool(factor(params, full)):
+            raise HessianError(HESSIAN_MESSAGE.format(steps=options.num_steps))
+
+    def draw(key, params, data):
+        set_up(guide, data[0], data[1], likelihood_scale=data[2])
+        return guide.sample_posterior(key, params, sample_shape=(options.draws,))
+
+    sample = compiled((*program_key, "sample"), traced(guide, draw), key_draws, params, full)
     sampler_compiled = now()
-    draws = jax.block_until_ready(sample(key_draws, params))
+    draws = jax.block_until_ready(sample(key_draws, params, full))
     drawn = now()
     variational = None
     if options.GUIDE == "AutoNormal":
