@@ -80,9 +80,8 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     kinds = ("loc",) if options.GUIDE == "AutoDelta" else ("loc", "scale")
 
     # What the programs below close over: the model (its spec and variant) and the options. The
-    # data and the
-    # likelihood scale are arguments, so fits that differ only in the KL weight (a beta sweep)
-    # run one program.
+    # data and the likelihood scale are arguments, so fits that differ only in the KL weight (a
+    # beta sweep) run one program.
     program_key = ("autoguide", target.spec, target.variant, replace(options, kl_weight=1.0))
     data = (x, y, jnp.asarray(scale, dtype=jnp.result_type(float)))
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))

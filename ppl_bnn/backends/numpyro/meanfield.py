@@ -114,13 +114,8 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     initialised = now()
     # Step i's key is fold_in(key, i), an input of the program (so it holds no seed).
     step_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(options.num_steps))
-    program_key = (
-        "meanfield",
-        target.spec,
-        target.variant,
-        options,
-        scale,
-    )  # the data are arguments
+    # What the programs close over (the data are arguments).
+    program_key = ("meanfield", target.spec, target.variant, options, scale)
     state, (losses, log_lik), compile_s, run_s = run_steps(
         one_step, state, (step_keys, schedule), options.num_steps, curve,
         lambda state: curve.checkpoint(*guide_at(state)), program_key, (x, y),
