@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 from ppl_bnn import configure_runtime
 from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR as JAX_CACHE_ENV_VAR
@@ -25,6 +26,11 @@ def _pin_xdist_worker_to_its_cores() -> None:
     jobs`` threads) and XLA by the cores it may use: without pinning, each worker's subprocesses
     would take every core while the other workers run, and oversubscribed torch and XLA thread
     pools ran the conv probe's test five times slower than alone.
+
+    The BLAS libraries started their threads (one per core) when numpy was imported, before
+    this pinning, so they are capped at the worker's share too: OpenBLAS's threads spin while
+    they wait, and two of them on one core made the Laplace fits of ``test_defaults`` ten times
+    slower.
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
@@ -36,6 +42,7 @@ def _pin_xdist_worker_to_its_cores() -> None:
     for task in os.listdir("/proc/self/task"):
         with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
             os.sched_setaffinity(int(task), share)
+    threadpoolctl.threadpool_limits(len(share))
 
 
 _pin_xdist_worker_to_its_cores()
