@@ -1,10 +1,11 @@
-"""Warm worker processes: each imports torch and JAX once and then runs many cells, one at a time.
+"""Warm worker processes: each runs many cells, one at a time, with torch and JAX imported once.
 
 A new Python process per cell spends seconds importing torch and JAX before it fits anything,
-and compiles again every program an earlier cell had compiled. A :class:`WarmWorker` is a child
-process (``python -m ppl_bnn.bench.worker --serve``) that imports both once and runs cells sent
-to it until it is told to stop; the programs JAX and torch cache in memory stay warm between
-them.
+and compiles again every program an earlier cell had compiled. A :class:`WarmWorker` is a
+process that runs cells sent to it until it is told to stop; the programs JAX and torch cache
+in memory stay warm between them. Workers are forked from a fork server (``multiprocessing``'s
+``forkserver``) that has imported torch, JAX and the rest once (:mod:`ppl_bnn.bench.forkserver`),
+so a new worker, the first or one that replaces a crashed one, starts in a fraction of a second.
 
 Isolation is kept. A cell that overruns its timeout has its worker's whole process group
 killed; a worker that dies during a cell (``os._exit``, a segfault, the out-of-memory killer) is
@@ -25,8 +26,8 @@ idle; a task whose worker was killed so raises :class:`Interrupted` (not a lost 
 no record, and a resumed sweep runs it again), and no new worker starts until
 :func:`allow_work` (the start of the next sweep).
 
-The protocol: one JSON line per task on the worker's stdin, one JSON line back per task on a
-pipe of its own (so nothing a library prints can mix with it), written after the cell's record.
+The protocol: one JSON line per task on the worker's task pipe, one JSON line back per task on
+a reply pipe (so nothing a library prints can mix with it), written after the cell's record.
 The worker's stdout goes nowhere and its stderr to a file, whose part written during a cell
 goes into the record of a cell that killed its worker.
 """
@@ -35,17 +36,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import json
 import logging
+import multiprocessing
 import os
 import select
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from multiprocessing import forkserver, reduction
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +56,12 @@ from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
 
-#: The module a worker runs (``python -m``): replaced by tests that inject faults.
+#: The module whose ``run_task`` a worker runs: replaced by tests that inject faults.
 WORKER_MODULE = "ppl_bnn.bench.worker"
+#: Starts workers: a process that has imported torch, JAX and the rest once
+#: (:mod:`ppl_bnn.bench.forkserver`) and forks each new worker from itself.
+_FORK_SERVER = multiprocessing.get_context("forkserver")
+_FORK_SERVER.set_forkserver_preload(["ppl_bnn.bench.forkserver"])
 #: Cells a worker runs before it is retired.
 MAX_TASKS = 40
 #: Share of the machine's memory a worker may hold (resident) before it is retired.
@@ -109,6 +115,86 @@ class Interrupted(Exception):
     """The task's worker was ended by :func:`interrupt` (a Ctrl-C), not by the task."""
 
 
+_fork_server_lock = threading.Lock()
+
+
+def _start_fork_server() -> None:
+    """Start the fork server if it is not running, with the BLAS libraries' threads at one:
+    they start their thread pools when they are loaded, and a forked worker inherits none of
+    those threads (each worker sets its own budget). Called under ``_fork_server_lock``."""
+    saved = dict(os.environ)
+    os.environ.update(thread_environment(1))
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _children_allowed() -> Iterator[None]:
+    """Let a daemonic process start a worker: ``multiprocessing`` refuses children to one, and
+    a Dask worker is one, as is a worker that runs a probe's sweeps. The pool ends its workers
+    itself, and each ends when the process that started it does
+    (:func:`ppl_bnn.bench.worker.serve`). Called under ``_fork_server_lock``."""
+    current = multiprocessing.current_process()
+    daemonic = current.daemon
+    current.daemon = False
+    try:
+        yield
+    finally:
+        current.daemon = daemonic
+
+
+class _Descriptor:
+    """A file descriptor of this process, given to a worker as an argument: the fork server
+    passes the worker its own copy."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        # Pickled while the worker starts, when DupFd hands the descriptor to the fork server.
+        return _inherited, (reduction.DupFd(self.fd),)
+
+
+def _inherited(duplicate: Any) -> int:
+    return duplicate.detach()
+
+
+def _worker_main(
+    module: str,
+    environment: dict[str, str],
+    tasks: int,
+    replies: int,
+    stderr: int,
+    profile: Profile,
+    parent_pid: int,
+) -> None:
+    """A worker, forked by the fork server: a session of its own (a timeout kills it with
+    everything it started), stdout to nowhere and stderr to the pool's file, the runner's
+    environment with the profile's thread budget, then :func:`ppl_bnn.bench.worker.serve`
+    with ``module``'s ``run_task``."""
+    os.setsid()
+    os.dup2(stderr, 2)
+    os.close(stderr)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    os.environ.clear()
+    os.environ.update(environment)
+    from ppl_bnn.bench import worker
+
+    worker.serve(
+        tasks,
+        replies,
+        threads=profile.threads,
+        host_devices=profile.host_devices or 1,
+        parent_pid=parent_pid,
+        run_task=importlib.import_module(module).run_task,
+    )
+
+
 class WarmWorker:
     """One worker process; see the module docstring. Not thread-safe: one task at a time."""
 
@@ -118,25 +204,34 @@ class WarmWorker:
         self.thread = threading.get_ident()  # the thread that last used it
         # Open for the worker's life, closed by kill() or stop().
         self._stderr = tempfile.TemporaryFile(prefix="ppl_bnn-worker-", suffix=".stderr")  # noqa: SIM115
-        read_fd, write_fd = os.pipe()
-        devices = profile.host_devices or 1
-        command = [sys.executable, "-m", WORKER_MODULE, "--serve", str(write_fd)]
-        command += ["--threads", str(profile.threads), "--host-devices", str(devices)]
-        command += ["--parent-pid", str(os.getpid())]
+        tasks_read, tasks_write = os.pipe()
+        replies_read, replies_write = os.pipe()
         started = now()
+        with _fork_server_lock:
+            _start_fork_server()
+            environment = {**os.environ, **thread_environment(profile.threads)}
+        self.process = _FORK_SERVER.Process(
+            target=_worker_main,
+            name="ppl_bnn-worker",
+            daemon=True,  # ended with this process where the pool has not stopped it
+            args=(
+                WORKER_MODULE,
+                environment,
+                _Descriptor(tasks_read),
+                _Descriptor(replies_write),
+                _Descriptor(self._stderr.fileno()),
+                profile,
+                os.getpid(),
+            ),
+        )
         try:
-            self.proc = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=self._stderr,
-                pass_fds=(write_fd,),
-                env={**os.environ, **thread_environment(profile.threads)},
-                start_new_session=True,  # a timeout kills the worker and anything it started
-            )
+            with _fork_server_lock, _children_allowed():
+                self.process.start()
         finally:
-            os.close(write_fd)
-        self._replies = read_fd
+            os.close(tasks_read)
+            os.close(replies_write)
+        self._tasks = os.fdopen(tasks_write, "wb")
+        self._replies = replies_read
         self._buffer = b""
         ready = self._started()
         self.pid = int(ready["pid"])
@@ -163,7 +258,7 @@ class WarmWorker:
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.process.is_alive()
 
     def run(self, task: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send ``task`` and return the worker's reply.
@@ -172,10 +267,9 @@ class WarmWorker:
             WorkerLost: The task overran ``timeout_s`` (the worker is killed) or the worker died.
         """
         self.tasks += 1
-        assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write((json.dumps(task) + "\n").encode())
-            self.proc.stdin.flush()
+            self._tasks.write((json.dumps(task) + "\n").encode())
+            self._tasks.flush()
         except BrokenPipeError:
             pass  # it died between tasks: the reply pipe says so below
         try:
@@ -195,8 +289,7 @@ class WarmWorker:
                 raise self._lost(what, offset, timed_out=cell_timeout, died=False)
             chunk = os.read(self._replies, 65536)
             if not chunk:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=10)
+                self.process.join(timeout=10)
                 raise self._lost(f"died {doing}", offset, timed_out=False, died=True)
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
@@ -209,7 +302,7 @@ class WarmWorker:
         self._stderr.seek(offset)
         stderr = self._stderr.read().decode(errors="replace")[-STDERR_TAIL:]
         self._close()
-        code = self.proc.returncode
+        code = self.process.exitcode
         status = f" with status {code}{_signal_name(code)}" if died else ""
         return WorkerLost(
             f"the worker process {what}{status}",
@@ -221,7 +314,7 @@ class WarmWorker:
     def resident_bytes(self) -> int:
         """The worker's resident memory (0 where it cannot be read)."""
         try:
-            pages = int(Path(f"/proc/{self.proc.pid}/statm").read_text().split()[1])
+            pages = int(Path(f"/proc/{self.process.pid}/statm").read_text().split()[1])
         except (OSError, IndexError, ValueError):
             return 0
         return pages * os.sysconf("SC_PAGE_SIZE")
@@ -235,17 +328,15 @@ class WarmWorker:
         """Kill the worker and everything it started (the thread running its task notices its
         reply pipe close)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.join()
 
     def stop(self) -> None:
-        """Let the worker finish (it exits when its stdin closes); kill it if it does not."""
+        """Let the worker finish (it exits when its task pipe closes); kill it if it does not."""
         with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+            self._tasks.close()
+        self.process.join(timeout=10)
+        if self.process.exitcode is None:
             self.kill()
         self._close()
 
@@ -253,9 +344,8 @@ class WarmWorker:
         if not self._stderr.closed:
             with contextlib.suppress(OSError):
                 os.close(self._replies)
-            if self.proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self.proc.stdin.close()
+            with contextlib.suppress(OSError):
+                self._tasks.close()
             self._stderr.close()
 
 

@@ -1,8 +1,9 @@
-"""The worker process of :mod:`ppl_bnn.bench.pool`: ``python -m ppl_bnn.bench.worker --serve FD``.
+"""The worker process of :mod:`ppl_bnn.bench.pool`: forked by the pool's fork server, which
+has imported torch, JAX and the rest once (:func:`preload`).
 
-It sets its thread budget and XLA host devices before JAX or torch start, imports both, says it
-is ready on the reply pipe ``FD``, then runs the cells and probes sent as JSON lines on its
-stdin, one at a time, until stdin closes. For each cell it fits, evaluates and writes
+It sets its thread budget and XLA host devices before JAX or torch start, says it is ready on
+its reply pipe, then runs the cells and probes sent as JSON lines on its task pipe, one at a
+time, until that pipe closes (:func:`serve`). For each cell it fits, evaluates and writes
 ``inference_data.nc``, ``predictions.nc`` and, last, ``record.json`` into the task's folder,
 then answers one JSON line. A fit that raises still gets a record (``failed`` with the
 traceback, or ``diverged`` when the method broke down numerically) and the worker goes on; only
@@ -11,18 +12,19 @@ a hang (killed at the timeout) or a crash of the interpreter ends it, and the po
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
 import os
+import select
 import signal
-import sys
 import threading
-import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import threadpoolctl
 
 from ppl_bnn import BNN, configure_runtime, fit
 from ppl_bnn.backends.numpyro.compile_cache import compile_counter, enable_jax_cache
@@ -174,16 +176,21 @@ def _error(err: BaseException) -> dict[str, str]:
 
 
 def _exit_with_parent(parent: int) -> None:
-    """End this worker (and its process group) if the runner that started it is gone, so that
-    killing a sweep leaves no fits running."""
+    """End this worker (and its process group) when the runner that started it is gone, so that
+    killing a sweep leaves no fits running. The runner is not this process's parent (the fork
+    server is), so a thread waits on a descriptor of the runner's process (``pidfd_open``),
+    which becomes readable when it exits."""
+    try:
+        runner = os.pidfd_open(parent)
+    except ProcessLookupError:  # gone already
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+        return
 
     def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os.killpg(os.getpgrp(), signal.SIGKILL)
+        select.select([runner], [], [])
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="runner-watch", daemon=True).start()
 
 
 def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
@@ -208,9 +215,9 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
         )
 
 
-def _preload() -> None:
+def preload() -> None:
     """Import what every cell needs, once: both backends, their libraries, ArviZ and netCDF
-    I/O, scikit-learn's data sets."""
+    I/O, scikit-learn's data sets (the pool's fork server does, before it forks workers)."""
     import h5netcdf  # noqa: F401
     import sklearn.datasets  # noqa: F401
 
@@ -220,11 +227,23 @@ def _preload() -> None:
     import_arviz()
 
 
-def serve(reply_fd: int, *, threads: int, host_devices: int) -> int:
-    """Run tasks from stdin until it closes, answering each on ``reply_fd``."""
+def serve(
+    tasks_fd: int,
+    reply_fd: int,
+    *,
+    threads: int,
+    host_devices: int,
+    parent_pid: int,
+    run_task: Callable[[dict[str, Any], int], dict[str, Any]] = run_task,
+) -> None:
+    """Run the tasks read as JSON lines from ``tasks_fd`` until it closes, answering each on
+    ``reply_fd``; ``run_task`` runs one (tests inject faults through it)."""
+    _exit_with_parent(parent_pid)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Before JAX or torch start; the JAX cache is chosen per cell, never the user's own.
     configure_runtime(host_devices=host_devices, torch_threads=threads, jax_cache=False)
-    _preload()
+    threadpoolctl.threadpool_limits(threads)  # loaded at one thread by the fork server
+    preload()
     replies = os.fdopen(reply_fd, "w")
 
     def answer(message: dict[str, Any]) -> None:
@@ -232,24 +251,7 @@ def serve(reply_fd: int, *, threads: int, host_devices: int) -> int:
         replies.flush()
 
     answer({"ready": True, "pid": os.getpid()})
-    for line in sys.stdin:
-        record = run_task(json.loads(line), threads)
-        answer({"status": record["status"]})
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serve", type=int, required=True, help="the reply pipe's descriptor")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--host-devices", type=int, default=1)
-    parser.add_argument("--parent-pid", type=int, default=None, help="exit when it exits")
-    args = parser.parse_args(argv)
-    if args.parent_pid is not None:
-        _exit_with_parent(args.parent_pid)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return serve(args.serve, threads=args.threads, host_devices=args.host_devices)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    with os.fdopen(tasks_fd) as tasks:
+        for line in tasks:
+            record = run_task(json.loads(line), threads)
+            answer({"status": record["status"]})

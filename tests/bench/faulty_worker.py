@@ -1,8 +1,11 @@
-"""The pool's worker with faults injected, for tests: ``python -m tests.bench.faulty_worker``.
+"""The pool's worker with faults injected, for tests: ``pool.WORKER_MODULE`` set to this module.
 
 ``$PPL_BNN_TEST_FAULTS`` maps cell ids to what their worker does instead of running them:
 ``"exit"`` (``os._exit(3)``), ``"segfault"`` (reads address 0) or ``"hang"`` (sleeps until
 killed). Every other cell runs as in :mod:`ppl_bnn.bench.worker`.
+
+``$PPL_BNN_TEST_START_DELAY`` (seconds) delays a worker's start: the worker imports this
+module before it says it is ready.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import sys
 import time
 from typing import Any
 
@@ -18,6 +20,8 @@ from ppl_bnn.bench import worker
 from ppl_bnn.bench.cell import cell_from_dict
 
 FAULTS_VAR = "PPL_BNN_TEST_FAULTS"
+START_DELAY_VAR = "PPL_BNN_TEST_START_DELAY"
+time.sleep(float(os.environ.get(START_DELAY_VAR, "0")))
 _run_task = worker.run_task
 
 
@@ -30,8 +34,3 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
     if fault == "hang":
         time.sleep(3600)
     return _run_task(task, threads)
-
-
-if __name__ == "__main__":
-    worker.run_task = run_task
-    sys.exit(worker.main())

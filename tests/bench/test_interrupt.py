@@ -17,6 +17,7 @@ import pytest
 
 from ppl_bnn.bench import pool
 from ppl_bnn.bench.record import RECORD_FILE
+from tests.bench.faulty_worker import START_DELAY_VAR
 
 pytestmark = pytest.mark.runtime(30)
 
@@ -103,8 +104,13 @@ def test_one_ctrl_c_stops_the_sweep_at_once_and_keeps_what_finished(tmp_path: Pa
     assert json.loads(done.read_text())["finished_at"] == finished_at
 
 
-def test_a_worker_still_starting_is_ended_by_the_interrupt() -> None:
-    """A Ctrl-C while a worker imports torch and JAX ends it then, not once it is ready."""
+def test_a_worker_still_starting_is_ended_by_the_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C while a worker starts ends it then, not once it is ready (here it would take
+    a minute)."""
+    monkeypatch.setattr(pool, "WORKER_MODULE", "tests.bench.faulty_worker")
+    monkeypatch.setenv(START_DELAY_VAR, "60")
     outcome: list[BaseException | None] = []
 
     def start() -> None:
@@ -118,9 +124,8 @@ def test_a_worker_still_starting_is_ended_by_the_interrupt() -> None:
     thread.start()
     try:
         _wait_until(lambda: pool._idle.starting, timeout_s=30)
-        time.sleep(0.3)  # it is importing
         pool.interrupt()
-        thread.join(timeout=30)
+        thread.join(timeout=20)
     finally:
         pool.allow_work()
     assert not thread.is_alive()

@@ -224,8 +224,9 @@ def test_killing_the_sweep_loses_nothing_written(tmp_path: Path) -> None:
 def test_dask_executor_on_a_local_cluster(tmp_path: Path, jax_cache: str) -> None:
     from distributed import LocalCluster
 
+    # Dask's worker processes are daemonic, as deployed: the pool starts its workers there too.
     with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
         summary = run_suite(
             tiny_suite(), tmp_path, dask_address=cluster.scheduler_address, jax_cache=jax_cache
