@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import threadpoolctl
 
-from ppl_bnn import configure_runtime
 from ppl_bnn.backends.numpyro.compile_cache import ENV_VAR as JAX_CACHE_ENV_VAR
+from tests.runtime import configure_test_runtime
 
 
 def _pin_xdist_worker_to_its_cores() -> None:
@@ -46,8 +46,7 @@ def _pin_xdist_worker_to_its_cores() -> None:
 
 
 _pin_xdist_worker_to_its_cores()
-# Two XLA host devices so NumPyro runs two chains in parallel; one torch thread per process.
-configure_runtime(host_devices=2, torch_threads=1)
+configure_test_runtime()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,10 +4,10 @@ different ones, and bad options are rejected. A method added to :data:`ppl_bnn.m
 is picked up here with no further change but its stored draws.
 
 ``stored_draws.json`` holds the first values of a few draws of each (method, backend) at its
-smoke options and seed 3, written by running this file as a script (``python
-tests/methods/test_conformance.py``). A refactor that changes what a seed draws fails here.
-Regenerate it for a new method, or for a deliberate change of the random streams, and say so in
-the commit.
+smoke options and seed 3, written by running this file as a script from the repository's root
+(``python -m tests.methods.test_conformance``), with the tests' runtime (:mod:`tests.runtime`).
+A refactor that changes what a seed draws fails here. Regenerate it for a new method, for a
+deliberate change of the random streams or of the tests' XLA flags, and say so in the commit.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def test_method_runs_with_documented_shapes_and_reproducible_seeds(model, method
         assert not np.array_equal(first.draws[name], other.draws[name]), name
     key = f"{method.name}/{backend}"
     stored = json.loads(STORED.read_text())
-    assert key in stored, f"no stored draws of {key}: run python tests/methods/test_conformance.py"
+    assert key in stored, f"no stored draws of {key}: run python -m tests.methods.test_conformance"
     now = _head(first)
     assert sorted(now) == sorted(stored[key])
     for name, values in stored[key].items():
@@ -128,9 +128,9 @@ def test_hmc_num_steps_is_fixed_on_both_backends(model, backend):
 
 
 if __name__ == "__main__":
-    from ppl_bnn import configure_runtime
+    from tests.runtime import configure_test_runtime
 
-    configure_runtime(host_devices=2, torch_threads=1)  # as tests/conftest.py
+    configure_test_runtime()  # as under pytest
     table = {
         f"{m.name}/{b}": _head(fit(_model(), m.name, backend=b, seed=SEED, **m.smoke))
         for m, b in CASES

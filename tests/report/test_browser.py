@@ -420,6 +420,6 @@ def test_the_tiny_suites_answer_names_each_dataset(report: Opened) -> None:
         "[...document.querySelectorAll('#answer li')].map(li => li.innerText)"
     )
     assert [item.split(":")[0] for item in items] == ["sine", "blobs"]
-    assert items[0].startswith("sine: Trust nuts/numpyro (test LL 0.427)")
+    assert items[0].startswith("sine: Trust nuts/numpyro (test LL 0.449)")
     report.page.click("#answer a[href='#summary-blobs']")
     report.page.wait_for_function("location.hash === '#summary-blobs'")

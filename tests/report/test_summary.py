@@ -39,7 +39,7 @@ def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(html
     # is the cheapest depends on measured fit times: only its form is checked.
     sentence = re.search(r"Recommendation: (.*?converge\)\.)", text).group(1)
     assert re.fullmatch(
-        r"Trust nuts/numpyro \(test LL 0\.427\); \S+/\w+ ties with it at (1/\d+ of|[\d.]+\u00d7) "
+        r"Trust nuts/numpyro \(test LL 0\.449\); \S+/\w+ ties with it at (1/\d+ of|[\d.]+\u00d7) "
         r"the cost \([^;]+; 2 more tie\); avoid sgld/numpyro \(diverged\); map/pyro \(worse "
         r"than a constant predictor\); not judged: nuts/pyro \(failed\)\. Ranked on held-out "
         r"test log-likelihood \(the reference did not converge\)\.",
