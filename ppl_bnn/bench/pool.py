@@ -326,9 +326,11 @@ class WarmWorker:
 
     def end(self) -> None:
         """Kill the worker and everything it started (the thread running its task notices its
-        reply pipe close)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        reply pipe close). The worker itself too: one killed while it starts may not yet lead
+        a process group of its own."""
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(self.process.pid, signal.SIGKILL)
         self.process.join()
 
     def stop(self) -> None:

@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -178,19 +179,32 @@ def _error(err: BaseException) -> dict[str, str]:
 def _exit_with_parent(parent: int) -> None:
     """End this worker (and its process group) when the runner that started it is gone, so that
     killing a sweep leaves no fits running. The runner is not this process's parent (the fork
-    server is), so a thread waits on a descriptor of the runner's process (``pidfd_open``),
-    which becomes readable when it exits."""
-    try:
-        runner = os.pidfd_open(parent)
-    except ProcessLookupError:  # gone already
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-        return
+    server is): a thread waits on a descriptor of the runner's process (``pidfd_open``, Linux),
+    which becomes readable when it exits, or else asks every second whether it still runs."""
 
     def watch() -> None:
-        select.select([runner], [], [])
+        try:
+            runner = os.pidfd_open(parent)
+        except AttributeError:  # pragma: no cover - not Linux
+            while _runs(parent):
+                time.sleep(1.0)
+        except ProcessLookupError:
+            pass
+        else:
+            select.select([runner], [], [])
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="runner-watch", daemon=True).start()
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - it runs as another user
+        pass
+    return True
 
 
 def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(html
         ["not judged", "nuts", "pyro"],
     ]
     flags = {tuple(row[1:3]): row[-1] for row in evidence[1:]}
-    assert flags[("nuts", "numpyro")] == "chains not converged (R\u0302 up to 1.03)"
+    assert flags[("nuts", "numpyro")] == "chains not converged (R\u0302 up to 1.08)"
     assert flags[("map", "pyro")] == "worse than a constant predictor in 1 of 1 cells"
     assert flags[("sgld", "numpyro")] == "diverged in 1 of 1 cells"
     assert flags[("nuts", "pyro")] == "failed in 1 of 1 cells; reduced budget \u2020"
