@@ -8,12 +8,12 @@ import os
 
 from ppl_bnn import configure_runtime
 
-#: XLA compiles the tests' programs without its optimisation passes: LLVM at its lowest level
-#: and XLA's older CPU emitters. Compiling was about half of the suite's time on 2 cores; so
-#: compiled, the programs compile several times faster and run slower, which the tests' tiny
-#: models hardly feel. They compute the same functions, but their floating-point rounding may
-#: differ in the last bits: draws the tests store differ from those of a fit with XLA's
-#: defaults, which ``ppl-bnn bench`` and users' fits keep.
+#: XLA compiles the tests' programs without its optimisation passes: LLVM at its lowest level and
+#: XLA's older CPU emitters. Compiling took much of the suite's time on 2 cores; so compiled, the
+#: programs compile several times faster and some run slower, which the tests' tiny models hardly
+#: feel (``python benchmarks/compile_flags.py`` measures both). They compute the same functions, but
+#: their floating-point rounding may differ in the last bits: draws the tests store differ from
+#: those of a fit with XLA's defaults, which ``ppl-bnn bench`` and users' fits keep.
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
