@@ -56,7 +56,7 @@ from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
 
-#: The module whose ``run_task`` a worker runs: replaced by tests that inject faults.
+#: The module whose ``main`` a worker runs: replaced by tests that inject faults.
 WORKER_MODULE = "ppl_bnn.bench.worker"
 #: Starts workers: a process that has imported torch, JAX and the rest once
 #: (:mod:`ppl_bnn.bench.forkserver`) and forks each new worker from itself.
@@ -136,7 +136,7 @@ def _children_allowed() -> Iterator[None]:
     """Let a daemonic process start a worker: ``multiprocessing`` refuses children to one, and
     a Dask worker is one, as is a worker that runs a probe's sweeps. The pool ends its workers
     itself, and each ends when the process that started it does
-    (:func:`ppl_bnn.bench.worker.serve`). Called under ``_fork_server_lock``."""
+    (:func:`ppl_bnn.bench.worker.main`). Called under ``_fork_server_lock``."""
     current = multiprocessing.current_process()
     daemonic = current.daemon
     current.daemon = False
@@ -162,37 +162,10 @@ def _inherited(duplicate: Any) -> int:
     return duplicate.detach()
 
 
-def _worker_main(
-    module: str,
-    environment: dict[str, str],
-    tasks: int,
-    replies: int,
-    stderr: int,
-    profile: Profile,
-    parent_pid: int,
-) -> None:
-    """A worker, forked by the fork server: a session of its own (a timeout kills it with
-    everything it started), stdout to nowhere and stderr to the pool's file, the runner's
-    environment with the profile's thread budget, then :func:`ppl_bnn.bench.worker.serve`
-    with ``module``'s ``run_task``."""
-    os.setsid()
-    os.dup2(stderr, 2)
-    os.close(stderr)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.close(devnull)
-    os.environ.clear()
-    os.environ.update(environment)
-    from ppl_bnn.bench import worker
-
-    worker.serve(
-        tasks,
-        replies,
-        threads=profile.threads,
-        host_devices=profile.host_devices or 1,
-        parent_pid=parent_pid,
-        run_task=importlib.import_module(module).run_task,
-    )
+def _worker_main(module: str, *args: Any) -> None:
+    """A worker, forked by the fork server: ``module``'s ``main`` (:func:`ppl_bnn.bench.worker.main`
+    with the arguments it lists), named as ``python -m`` names a program."""
+    importlib.import_module(module).main(*args)
 
 
 class WarmWorker:
@@ -216,11 +189,12 @@ class WarmWorker:
             daemon=True,  # ended with this process where the pool has not stopped it
             args=(
                 WORKER_MODULE,
-                environment,
                 _Descriptor(tasks_read),
                 _Descriptor(replies_write),
                 _Descriptor(self._stderr.fileno()),
-                profile,
+                environment,
+                profile.threads,
+                profile.host_devices or 1,
                 os.getpid(),
             ),
         )

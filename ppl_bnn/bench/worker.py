@@ -3,7 +3,7 @@ has imported torch, JAX and the rest once (:func:`preload`).
 
 It sets its thread budget and XLA host devices before JAX or torch start, says it is ready on
 its reply pipe, then runs the cells and probes sent as JSON lines on its task pipe, one at a
-time, until that pipe closes (:func:`serve`). For each cell it fits, evaluates and writes
+time, until that pipe closes (:func:`main`). For each cell it fits, evaluates and writes
 ``inference_data.nc``, ``predictions.nc`` and, last, ``record.json`` into the task's folder,
 then answers one JSON line. A fit that raises still gets a record (``failed`` with the
 traceback, or ``diverged`` when the method broke down numerically) and the worker goes on; only
@@ -241,17 +241,29 @@ def preload() -> None:
     import_arviz()
 
 
-def serve(
+def main(
     tasks_fd: int,
     reply_fd: int,
-    *,
+    stderr_fd: int,
+    environment: dict[str, str],
     threads: int,
     host_devices: int,
     parent_pid: int,
     run_task: Callable[[dict[str, Any], int], dict[str, Any]] = run_task,
 ) -> None:
-    """Run the tasks read as JSON lines from ``tasks_fd`` until it closes, answering each on
-    ``reply_fd``; ``run_task`` runs one (tests inject faults through it)."""
+    """The worker, forked by the pool's fork server: a session of its own (a timeout kills it
+    with everything it started), stdout to nowhere and stderr to ``stderr_fd``, the runner's
+    ``environment`` with its thread budget; then it runs the tasks read as JSON lines from
+    ``tasks_fd`` until that closes, answering each on ``reply_fd``. ``run_task`` runs one
+    (tests inject faults through it)."""
+    os.setsid()
+    os.dup2(stderr_fd, 2)
+    os.close(stderr_fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    os.environ.clear()
+    os.environ.update(environment)
     _exit_with_parent(parent_pid)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Before JAX or torch start; the JAX cache is chosen per cell, never the user's own.

@@ -34,3 +34,8 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
     if fault == "hang":
         time.sleep(3600)
     return _run_task(task, threads)
+
+
+def main(*args: Any) -> None:
+    """:func:`ppl_bnn.bench.worker.main` with the faults above."""
+    worker.main(*args, run_task=run_task)
