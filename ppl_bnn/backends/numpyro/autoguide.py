@@ -8,11 +8,12 @@ from dataclasses import replace
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer import SVI, autoguide, init_to_value
+from numpyro.infer import SVI, init_to_value
 from numpyro.optim import Adam
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
+from ppl_bnn.backends.numpyro.guides import guide_class
 from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.backends.numpyro.svi_init import initialise, set_up, traced
@@ -44,7 +45,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     start_values = initial_values(name, target, options, seed)
     # Filled from the initialisation program's argument while it is traced (svi_init).
     guide_start = {k: jnp.asarray(v) for k, v in start_values.values.items()}
-    guide = getattr(autoguide, options.GUIDE)(
+    guide = guide_class(options.GUIDE)(
         program, init_loc_fn=init_to_value(values=guide_start), **options.guide_kwargs()
     )
     elbo = OrderedTraceELBO(options.num_particles)

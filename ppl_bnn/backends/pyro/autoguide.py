@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pyro
 import torch
-from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO, autoguide
+from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO
 from pyro.infer.autoguide import init_to_value
 
 from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.elbo import LikelihoodTraceELBO
+from ppl_bnn.backends.pyro.guides import guide_class
 from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
@@ -115,7 +116,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     start_values = initial_values(name, target, options, seed)
     values = {k: torch.as_tensor(v) for k, v in start_values.values.items()}
     with pyro_scope(), seeded_torch(child_seed(seed, "svi")):
-        guide = getattr(autoguide, options.GUIDE)(
+        guide = guide_class(options.GUIDE)(
             program, init_loc_fn=init_to_value(values=values), **options.guide_kwargs()
         )
         if curve is None:
