@@ -10,11 +10,17 @@ log-likelihood (per point, standardised units for regression), the constant pred
 Gaussian at the training targets' mean and std; the training class frequencies) and MAP's, and
 prints one Markdown table; ``--out`` also writes it as CSV.
 
+With ``--tuned SUITE ...`` it also fits the same network with the options the first suite that
+has the set gives the method there (split 0, seed 0, same backend), choosing them on the suite's
+validation split where the suite tunes the method (:func:`ppl_bnn.bench.tuning.tune`): the
+``tuned_ll`` column, the default's test LL against what the suites run.
+
     python benchmarks/defaults_audit.py --data-dir ../shared/data
     python benchmarks/defaults_audit.py --sets bostonHousing concrete --methods map swag
     python benchmarks/defaults_audit.py --methods mcdropout --option mcdropout.dropout_rate=0.05
     python benchmarks/defaults_audit.py --methods all --sets bostonHousing
     python benchmarks/defaults_audit.py --noise 0.1 --sets bostonHousing kin8nm
+    python benchmarks/defaults_audit.py --tuned benchmarks/uci.toml benchmarks/default.toml
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import logging
 import math
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +39,9 @@ import pandas as pd
 from scipy.stats import norm
 
 from ppl_bnn import BNN, configure_runtime, fit
+from ppl_bnn.bench.cell import Cell, model_arguments
+from ppl_bnn.bench.suite import Suite, load_suite
+from ppl_bnn.bench.tuning import tune
 from ppl_bnn.data import load_dataset
 from ppl_bnn.data.dataset import Dataset
 from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
@@ -61,16 +71,53 @@ def _load(name: str, data_dir: str) -> Dataset:
     return load_dataset(name, split=0, data_dir=data_dir)
 
 
-def _model_and_constant(name: str, data: Dataset, noise: str | float) -> tuple[BNN, float]:
-    """The audit's network on ``data``, and the constant predictor's test log-likelihood."""
+def _network(name: str, data: Dataset, noise: str | float) -> dict[str, object]:
+    """The audit's network on ``data``, as a suite's ``model`` table."""
+    if name == "digits-images":
+        return {"layers": [layer.to_dict() for layer in CONV_LAYERS]}
     if data.task == "classification":
-        layers = {"layers": list(CONV_LAYERS)} if name == "digits-images" else {"hidden": (50,)}
-        model = BNN(data.x_train, data.y_train, likelihood="categorical",
-                    num_classes=data.num_classes, **layers)  # fmt: skip
-        counts = np.bincount(data.y_train, minlength=data.num_classes) + 1.0  # add-one: no log 0
-        return model, float(np.log(counts / counts.sum())[data.y_test].mean())
-    model = BNN(data.x_train, data.y_train, hidden=(50,), activation="tanh", noise=noise)
-    return model, float(norm.logpdf(data.y_test, data.y_train.mean(), data.y_train.std()).mean())
+        return {"hidden": [50]}
+    return {"hidden": [50], "activation": "tanh", "noise": noise}
+
+
+def _constant_ll(data: Dataset) -> float:
+    """The constant predictor's test log-likelihood: a Gaussian at the training targets' mean
+    and std, or the training class frequencies (add-one: no log 0)."""
+    if data.task == "classification":
+        counts = np.bincount(data.y_train, minlength=data.num_classes) + 1.0
+        return float(np.log(counts / counts.sum())[data.y_test].mean())
+    return float(norm.logpdf(data.y_test, data.y_train.mean(), data.y_train.std()).mean())
+
+
+def _suite_cell(
+    suites: list[Suite], name: str, method: str, backend: str, data_dir: str
+) -> Cell | None:
+    """The first suite's split-0, seed-0 cell of ``method`` on ``name`` (its tuned contestant
+    where it has one), or None where no suite runs it."""
+    for suite in suites:
+        if name not in suite.selectable()["dataset"] or backend not in suite.backends:
+            continue
+        if method not in suite.methods:
+            continue
+        only = {"dataset": {name}, "method": {method}, "backend": {backend}}
+        cells = suite.cells(max_splits=1, data_dir=data_dir, only=only)
+        cells = sorted((c for c in cells if c.seed == 0), key=lambda c: c.tune is None)
+        if cells:
+            return cells[0]
+    return None
+
+
+def _tuned_ll(cell: Cell, network: dict[str, object], data: Dataset) -> float:
+    """Test LL of the audit's network fitted with ``cell``'s options (tuned where it tunes)."""
+    cell = replace(cell, model=network)
+    model, options = cell.model, cell.options
+    if cell.tune is not None:
+        chosen = tune(cell, data)
+        model, options = chosen.model, chosen.options
+        logging.info("%s: tuning chose %s", cell.cell_id, chosen.info["chosen"])
+    bnn = BNN(data.x_train, data.y_train, **model_arguments(dict(model), data))
+    result = fit(bnn, cell.method, backend=cell.backend, seed=0, **options)
+    return float(result.predict(data.x_test).log_likelihood(data.y_test))
 
 
 def audit(
@@ -80,13 +127,17 @@ def audit(
     data_dir: str,
     options: dict[str, dict[str, object]] | None = None,
     noise: str | float = "learned",
+    suites: list[Suite] | None = None,
 ) -> pd.DataFrame:
     """The audit's rows; ``options``: method -> options that replace its defaults; ``noise``:
-    the regression networks' noise (``"learned"`` or a known std, standardised units)."""
+    the regression networks' noise (``"learned"`` or a known std, standardised units);
+    ``suites``: whose options give the ``tuned_ll`` column (NaN where none runs the method)."""
     rows = []
     for name in sets:
         data = _load(name, data_dir)
-        model, constant = _model_and_constant(name, data, noise)
+        network = _network(name, data, noise)
+        model = BNN(data.x_train, data.y_train, **model_arguments(network, data))
+        constant = _constant_ll(data)
         for backend in backends:
             for method in methods:
                 start = time.perf_counter()
@@ -99,13 +150,17 @@ def audit(
                 except Exception as err:  # a failure is a row of the table, named
                     ll, error = math.nan, f"{type(err).__name__}: {str(err)[:160]}"
                     diverged = isinstance(err, DivergedError)
+                seconds = time.perf_counter() - start
+                cell = _suite_cell(suites or [], name, method, backend, data_dir)
+                tuned = math.nan if cell is None else _tuned_ll(cell, network, data)
                 rows.append(
                     {"set": name, "noise": noise if data.task == "regression" else "",
                      "backend": backend, "method": method, "test_ll": ll, "diverged": diverged,
-                     "constant_ll": constant, "seconds": time.perf_counter() - start,
+                     "constant_ll": constant, "tuned_ll": tuned, "seconds": seconds,
                      "error": error}
                 )  # fmt: skip
-                logging.info("%s %s %s: %.3f %s", name, backend, method, ll, error)
+                logging.info("%s %s %s: %.3f (tuned %.3f) %s", name, backend, method, ll, tuned,
+                             error)  # fmt: skip
     frame = pd.DataFrame(rows)
     map_ll = frame[frame["method"] == "map"].set_index(["set", "backend"])["test_ll"]
     keys = list(zip(frame["set"], frame["backend"], strict=True))
@@ -125,6 +180,11 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["numpyro", "pyro"])
     parser.add_argument("--out", type=Path, help="also write the table as CSV here")
     parser.add_argument(
+        "--tuned", nargs="+", default=[], metavar="SUITE",
+        help="also fit each method with these suites' options for the set (the first suite "
+        "that has it; tuned on its validation split where the suite tunes it): tuned_ll",
+    )  # fmt: skip
+    parser.add_argument(
         "--noise", default="learned", type=lambda v: v if v == "learned" else float(v),
         help="the regression networks' noise: 'learned' (default) or a known std (standardised)",
     )  # fmt: skip
@@ -137,13 +197,15 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     configure_runtime(host_devices=1, torch_threads=os.cpu_count() or 1)
     methods = list(method_names()) if args.methods == ["all"] else args.methods
+    suites = [load_suite(path) for path in args.tuned]
     frame = audit(
-        args.sets, methods, args.backends, args.data_dir, _options(args.option), args.noise
-    )
+        args.sets, methods, args.backends, args.data_dir, _options(args.option), args.noise,
+        [s for s in suites if isinstance(s, Suite)],
+    )  # fmt: skip
     if args.out:
         frame.to_csv(args.out, index=False)
     columns = ["set", "noise", "backend", "method", "test_ll", "diverged", "map_ll",
-               "constant_ll", "beats_constant", "seconds", "error"]  # fmt: skip
+               "tuned_ll", "constant_ll", "beats_constant", "seconds", "error"]  # fmt: skip
     print(markdown(frame[columns]))
 
 
