@@ -63,6 +63,8 @@ def fit(
     (``keep="validation"``, :mod:`ppl_bnn.methods.early_stopping`); where they keep a mode
     instead, with fewer than 4 training points per weight (``methods.base.
     MIN_POINTS_PER_WEIGHT``), a logged warning says their predictive is likely over-confident.
+    ``mcdropout``'s rate has no default that suits every set: ``fit`` warns where it is not
+    given (``Method.tuned_by_default``).
 
     Returns:
         A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...), all finite. Where a
@@ -124,6 +126,12 @@ def fit(
     check_memory(method, model.spec, opts, len(model.y))
     if entry.predicts_near_modes and opts.kept_iterate(model.num_data) != "validation":
         _warn_if_few_points_per_weight(method, model)
+    if entry.tuned_by_default and not set(entry.tuned_by_default) & set(options):
+        logger.warning(
+            "%s: no %s given; its default does not suit every data set, so choose it on a "
+            "validation split (as the suites' '%s (tuned)' contestant does)",
+            method, entry.tuned_by_default[0], method,
+        )  # fmt: skip
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
     # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.

@@ -104,6 +104,11 @@ class Method:
             them (``map``, ``swag``, ``ensemble``), with no curvature term to widen it: on
             few training points per weight a mode fits the training noise, and ``fit``
             warns (:data:`MIN_POINTS_PER_WEIGHT`) unless the fit stops early.
+        tuned_by_default: The option no one default of which holds on every set
+            (``benchmarks/defaults_audit.py``), then the options that, given, choose it
+            otherwise (``mcdropout``: ``dropout_rate``, or ``concrete``, which learns it).
+            ``fit`` logs a warning where none of them is given, and the suites run the method
+            tuned on a validation split (:mod:`ppl_bnn.bench.tuning`) beside its default.
     """
 
     name: str
@@ -119,6 +124,7 @@ class Method:
     shared: bool = False
     starts_from: str | None = None
     predicts_near_modes: bool = False
+    tuned_by_default: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):

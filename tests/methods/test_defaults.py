@@ -83,3 +83,15 @@ def test_a_method_that_keeps_a_mode_warns_on_few_points_per_weight(
         fit(model, method, seed=0, num_steps=5, **options)
     expected = f"{method}: {points} training points for 121 weights, fewer than 4 per weight"
     assert any(expected in r.getMessage() for r in caplog.records) == warns, caplog.text
+
+
+@pytest.mark.parametrize(
+    ("options", "warns"), [({}, True), ({"dropout_rate": 0.05}, False), ({"concrete": True}, False)]
+)
+def test_mc_dropout_warns_where_its_rate_is_left_at_the_default(options, warns, caplog) -> None:
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    model = BNN(x, x[:, 0], hidden=(5,), noise="learned")
+    with caplog.at_level("WARNING", logger="ppl_bnn.fit"):
+        fit(model, "mcdropout", seed=0, num_steps=5, num_draws=3, **options)
+    expected = "mcdropout: no dropout_rate given; its default does not suit every data set"
+    assert any(expected in r.getMessage() for r in caplog.records) == warns, caplog.text

@@ -164,12 +164,10 @@ def test_concrete_dropout_learns_and_records_the_rates(model, backend):
         assert abs(zeroed.mean() - rates[weight]) < 4 * se + 1 / zeroed.size, weight
 
 
-def test_default_rates_by_likelihood(data):
-    x, y = data
-    regression = MCDropoutOptions().dropout(BNN(x, y, hidden=(3,), noise=0.1).spec)
-    labels = BNN(x, (y > 0).astype(int), hidden=(3,), likelihood="categorical").spec
-    assert (regression.rate, MCDropoutOptions().dropout(labels).rate) == (0.01, 0.5)
-    concrete = MCDropoutOptions(concrete=True).dropout(labels)
+def test_default_rates():
+    assert MCDropoutOptions().dropout().rate == 0.01
+    assert MCDropoutOptions(dropout_rate=0.5).dropout().rate == 0.5
+    concrete = MCDropoutOptions(concrete=True).dropout()
     assert (concrete.rate, concrete.temperature, concrete.regularizer) == (0.1, 0.1, 1.0)
 
 
