@@ -180,6 +180,11 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["numpyro", "pyro"])
     parser.add_argument("--out", type=Path, help="also write the table as CSV here")
     parser.add_argument(
+        "--threads", type=int, default=os.cpu_count() or 1,
+        help="torch threads (default: one per core; 1 where other jobs share the cores, since "
+        "torch's threads wait on each other when one is descheduled)",
+    )  # fmt: skip
+    parser.add_argument(
         "--tuned", nargs="+", default=[], metavar="SUITE",
         help="also fit each method with these suites' options for the set (the first suite "
         "that has it; tuned on its validation split where the suite tunes it): tuned_ll",
@@ -195,7 +200,7 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    configure_runtime(host_devices=1, torch_threads=os.cpu_count() or 1)
+    configure_runtime(host_devices=1, torch_threads=args.threads)
     methods = list(method_names()) if args.methods == ["all"] else args.methods
     suites = [load_suite(path) for path in args.tuned]
     frame = audit(
