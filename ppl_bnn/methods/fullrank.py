@@ -22,9 +22,9 @@ class FullRankOptions(GaussianGuideOptions):
     p(y, z)`, has a variance that does not shrink as the fit converges. Adam moves every entry
     by about its step whatever the gradient's size, so with the mean-field guide's settings
     (one draw, ``learning_rate=0.01``) this noise keeps the covariance several times too wide:
-    on the UCI sets (50 tanh units, the noise learned) ``fullrank`` then scored below ``svi``
-    on every set, and on bostonHousing its final loss was 2.5x the mean-field guide's, which
-    it contains. Hence the defaults:
+    on the UCI sets (50 tanh units, the noise learned) ``fullrank`` then scored below ``svi``,
+    or level with it, on every set, and on bostonHousing its final loss was 2.5x the mean-field
+    guide's, which it contains. Hence the defaults:
 
     Attributes:
         num_particles: 4 draws per gradient (a quarter of the variance; on NumPyro and on Pyro
