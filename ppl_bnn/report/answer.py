@@ -22,7 +22,7 @@ def recommendations(results: SuiteResults) -> dict[str, Recommendation]:
     out = {}
     for dataset in results.datasets():
         cells = with_cost(results.cells[results.cells["dataset"] == dataset])
-        references = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
+        references = results.references_of(dataset)
         out[dataset] = recommend(dataset, cells, references)
     return out
 

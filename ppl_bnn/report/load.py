@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,6 +239,15 @@ class ReferenceEntry:
         return "converged" if self.converged else "not converged"
 
 
+def references_converged(entries: Sequence[ReferenceEntry]) -> bool:
+    """Whether fidelity to a dataset's references counts (ranks, decides, is on the Summary's
+    front): it has a reference with predictions and every such reference passed its gate (a split
+    whose reference is infeasible contributes nothing). A reference that failed its gate ranks
+    nothing; its distances are shown apart, marked as not ranked."""
+    usable = [e for e in entries if e.usable]
+    return bool(usable) and all(e.converged for e in usable)
+
+
 def read_references(
     results_dir: Path, problems: list[str] | None = None
 ) -> dict[tuple[str, int], ReferenceEntry]:
@@ -337,6 +346,10 @@ class SuiteResults:
             if regions:
                 return dict(regions)
         return {}
+
+    def references_of(self, dataset: str) -> list[ReferenceEntry]:
+        """The reference posteriors of ``dataset``'s splits, by split."""
+        return [e for (d, _), e in sorted(self.references.items()) if d == dataset]
 
     def reference_predictions(
         self, dataset: str, split: int, variables: Iterable[str] | None = None

@@ -16,6 +16,11 @@ lower is better, or minus the distance to a nominal value such as 95% coverage).
 Only *eligible* groups are ranked: every cell finished ``ok``, none is flagged as unusable
 (worse than a constant predictor), and none ran a reduced budget (those are never ranked against
 full-budget ones).
+
+Fidelity (the distances to a reference posterior) is ranked only on a dataset whose every
+reference that could be computed converged (:func:`~ppl_bnn.report.load.references_converged`):
+a reference that failed its gate gives no best, no tie and no standing, anywhere in the report;
+its distances are shown apart, marked "not ranked: reference not converged".
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ The rule, for the (method, backend) groups that ran on one dataset:
 
 1. **Basis.** Fidelity to the reference posterior (``ref_w2`` for regression, ``ref_tv`` for
    classification, lower is better) when every reference of the dataset that could be computed
-   converged (a split whose reference is infeasible contributes no fidelity); otherwise
-   the held-out test log-likelihood (higher is better). A reference that failed its gate never
-   decides anything.
+   converged (:func:`~ppl_bnn.report.load.references_converged`: a split whose reference is
+   infeasible contributes no fidelity); otherwise the held-out test log-likelihood (higher is
+   better). A reference that failed its gate never decides anything.
 2. **Avoid** a group with any cell that is unusable (worse than a constant predictor), that
    diverged, or, against a converged reference, whose predictive std where no training input
-   lies is below :data:`~ppl_bnn.report.summary.OVERCONFIDENT` of the reference's on average
-   (over-confident out of range).
+   lies is below :data:`OVERCONFIDENT` of the reference's on average (over-confident out of
+   range).
 3. **Not judged**: every other group that is not eligible for ranking
    (:func:`~ppl_bnn.report.ranking.eligible_groups`: a cell failed or timed out, or ran a reduced
    budget) or has no value on the basis.
@@ -33,7 +33,7 @@ import pandas as pd
 
 from ppl_bnn.report import fmt
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import ReferenceEntry, backend_key, method_key
+from ppl_bnn.report.load import ReferenceEntry, backend_key, method_key, references_converged
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, rank, reduced
 
 #: Predictive std below this share of the reference's, where no training input lies, is
@@ -212,19 +212,13 @@ def _grouped(standings: Sequence[Standing]) -> str:
     return "; ".join(parts)
 
 
-def _converged(references: Sequence[ReferenceEntry]) -> bool:
-    """Whether the dataset has a reference to judge by: every reference with predictions
-    converged, and there is one (a split with none, being infeasible, contributes nothing)."""
-    usable = [e for e in references if e.usable]
-    return bool(usable) and all(e.converged for e in usable)
-
-
 def basis_of(cells: pd.DataFrame, references: Sequence[ReferenceEntry]) -> Basis | None:
-    """Fidelity where the dataset's references converged (:func:`_converged`) and cells have
-    it, else the test log-likelihood; None where neither has a value."""
+    """Fidelity where the dataset's references converged
+    (:func:`~ppl_bnn.report.load.references_converged`) and cells have it, else the test
+    log-likelihood; None where neither has a value."""
     regression = "rmse" in cells and cells["rmse"].notna().any()
     fidelity = "ref_w2" if regression else "ref_tv"
-    if _converged(references) and fidelity in cells and cells[fidelity].notna().any():
+    if references_converged(references) and fidelity in cells and cells[fidelity].notna().any():
         return Basis(fidelity, label(fidelity), True, "fidelity to a converged reference")
     if "test_ll" not in cells or not cells["test_ll"].notna().any():
         return None
@@ -278,7 +272,7 @@ def recommend(
     """The verdict on ``dataset`` from its ``cells`` (with their cost, :func:`with_cost`) and
     its references."""
     basis = basis_of(cells, references)
-    converged = _converged(references)
+    converged = references_converged(references)
     eligible = eligible_groups(cells)
     groups = {(str(m), str(b)): g for (m, b), g in cells.groupby(["method", "backend"], sort=False)}
     standings: dict[Group, Standing] = {}

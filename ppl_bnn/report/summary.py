@@ -8,6 +8,14 @@ reduced budgets) and the Pareto figure of quality against cost. Only eligible (m
 pairs are drawn filled and joined on the front (every cell ok, unflagged, full budget; see
 :mod:`.ranking`).
 
+Fidelity to the reference posterior is a column of the evidence table and an axis of the front
+only where every reference of the dataset that could be computed converged
+(:func:`~ppl_bnn.report.load.references_converged`, the rule the recommendation follows). Where
+one failed its gate, the dataset's subsection says "not ranked: reference not converged", with
+the gate numbers that failed and what to try; its distances are shown only apart, unranked
+(:func:`~ppl_bnn.report.tables.fidelity_table`). Without a converged reference, the front and the
+standings use the test log-likelihood and cost alone.
+
 Cost is the fit's wall time without compilation (``total - compile``): compiling once is JAX's
 and torch's price, paid again only in a new process with no compilation cache; it is drawn apart.
 """
@@ -24,10 +32,16 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import LogLocator
 
 from ppl_bnn.report import fmt
-from ppl_bnn.report.document import Figure, Inline, Paragraph, Section, Strong, Table, slug
+from ppl_bnn.report.document import Figure, Inline, Link, Paragraph, Section, Strong, Table, slug
 from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import ReferenceEntry, SuiteResults, backend_key, method_key
+from ppl_bnn.report.load import (
+    ReferenceEntry,
+    SuiteResults,
+    backend_key,
+    method_key,
+    references_converged,
+)
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, reduced
 from ppl_bnn.report.recommend import (
     COST,
@@ -41,11 +55,13 @@ from ppl_bnn.report.recommend import (
 from ppl_bnn.report.stats import WITH_METRICS
 from ppl_bnn.report.style import backend_marker, method_color
 from ppl_bnn.report.sweeps import summary_note
-from ppl_bnn.report.tables import BUDGET_MARK
+from ppl_bnn.report.tables import BUDGET_MARK, NOT_RANKED
 
 #: A sampler's chains count as converged when the largest R-hat of its test predictions is at
 #: most this (the reference posterior's gate; Vehtari et al. 2021).
 RHAT_OK = 1.01
+#: What a dataset without a converged reference is ranked and drawn on.
+TEST_ONLY = "the front and the ranking use test log-likelihood and cost alone"
 
 
 @dataclass(frozen=True)
@@ -103,12 +119,12 @@ def pareto_front(pts: Sequence[Point], lower: bool) -> list[Point]:
 
 
 def _axes(
-    cells: pd.DataFrame, regression: bool, reference_usable: bool, regions: dict[str, str]
+    cells: pd.DataFrame, regression: bool, fidelity: bool, regions: dict[str, str]
 ) -> list[Axis]:
-    """Fidelity (where a reference has numbers) and test LL, the latter on each part of a test
-    set that has parts."""
+    """Fidelity (where ``fidelity``, the dataset's references converged, and cells have it) and
+    test LL, the latter on each part of a test set that has parts."""
     axes = []
-    if reference_usable:
+    if fidelity:
         column = "ref_w2" if regression else "ref_tv"
         if column in cells and cells[column].notna().any():
             axes.append(Axis(column, label(column), lower=True))
@@ -122,12 +138,17 @@ def _axes(
 
 
 def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
+    """Each split's reference and its gate; where one failed, that fidelity is not ranked, on
+    what the dataset is ranked instead and what to try."""
     if not entries:
-        return ["No reference posterior: the suite computes none, so fidelity is not shown."]
+        return [
+            f"No reference posterior: the suite computes none, so fidelity is not shown; "
+            f"{TEST_ONLY}."
+        ]
     usable = [e for e in entries if e.usable]
     if not usable:
         notes = "; ".join(sorted({e.note or e.status for e in entries}))
-        return [f"No reference posterior ({notes}), so fidelity is not shown."]
+        return [f"No reference posterior ({notes}), so fidelity is not shown; {TEST_ONLY}."]
     parts: list[Inline] = []
     for e in usable:
         s = e.settings
@@ -147,9 +168,34 @@ def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
                 what,
                 Strong("not converged"),
                 f" ({numbers}; gate R\u0302 \u2264 {e.gate.get('rhat_max')}, ESS \u2265 "
-                f"{e.gate.get('ess_bulk_min')}): its fidelity numbers are indicative only. ",
+                f"{e.gate.get('ess_bulk_min')}). ",
             ]
-    return ["Reference posterior: ", *parts]
+    if references_converged(entries):
+        return ["Reference posterior: ", *parts]
+    bad = [e for e in usable if not e.converged]
+    return [
+        "Reference posterior: ",
+        *parts,
+        Strong(f"Fidelity {NOT_RANKED}."),
+        f" {TEST_ONLY.capitalize()}; the distances to the reference are listed apart under ",
+        Link("Against the reference posterior", f"#{slug('reference', bad[0].dataset)}"),
+        f". For a converged reference, try {_remedies(bad)}.",
+    ]
+
+
+def _remedies(bad: Sequence[ReferenceEntry]) -> str:
+    """What to try for references that failed their gate, with the settings they ran (where
+    they all ran the same)."""
+
+    def now(key: str) -> str:
+        values = {e.settings.get(key) for e in bad}
+        return f", now {values.pop()}" if len(values) == 1 and None not in values else ""
+
+    return (
+        f"more warmup (num_warmup{now('num_warmup')}) or a longer tree "
+        f"(max_tree_depth{now('max_tree_depth')}) in the suite's [reference], or a smaller "
+        "network"
+    )
 
 
 def _flags(group: pd.DataFrame, standing: Standing) -> str:
@@ -191,15 +237,18 @@ def _of(cells: pd.DataFrame, group: Group) -> pd.DataFrame:
     return cells[(cells["method"] == group[0]) & (cells["backend"] == group[1])]
 
 
-def evidence_table(cells: pd.DataFrame, rec: Recommendation) -> Table | None:
-    """Every contestant of one dataset: its standing, fidelity, test LL, calibration,
-    out-of-range std and cost (mean ± se over its cells with metrics), and flags."""
+def evidence_table(cells: pd.DataFrame, rec: Recommendation, fidelity: bool) -> Table | None:
+    """Every contestant of one dataset: its standing, fidelity (where ``fidelity``, the
+    dataset's references converged), test LL, calibration, out-of-range std (against the
+    reference's where ``fidelity``) and cost (mean ± se over its cells with metrics), and
+    flags."""
     if not rec.standings:
         return None
     regression = "rmse" in cells and cells["rmse"].notna().any()
-    candidates = ["ref_w2" if regression else "ref_tv", "test_ll"]
-    candidates += ["coverage_95"] if regression else ["ece"]
-    candidates += ["ref_std_ratio_out" if "ref_std_ratio_out" in cells else "epistemic_std_ratio"]
+    candidates = ["ref_w2" if regression else "ref_tv"] if fidelity else []
+    candidates += ["test_ll", "coverage_95" if regression else "ece"]
+    against = fidelity and "ref_std_ratio_out" in cells
+    candidates += ["ref_std_ratio_out" if against else "epistemic_std_ratio"]
     columns = [c for c in candidates if c in cells and cells[c].notna().any()]
     used = cells[cells["status"].isin(WITH_METRICS)]
     rows = []
@@ -273,13 +322,14 @@ def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]
         )
         ax.grid(True, which="both", lw=0.3, alpha=0.5)
     legend_methods_backends(fig, sorted(methods, key=method_key), sorted(backends, key=backend_key))
+    names = "; ".join(axis.name for axis, _, _ in panels)
     caption = (
-        "Quality against cost, mean ± standard error over splits and seeds per method (colour) "
-        "and backend (marker). Dashed line: the Pareto front (no other pair is both cheaper and "
-        "better on average). Hollow markers: not ranked (a cell failed or diverged, or a reduced "
-        "budget); unusable fits are left out. A tuned contestant's cost includes its tuning "
-        "fits. Dotted tails: compilation time, which a new process pays again unless its "
-        "compilation cache holds the program."
+        f"Quality against cost (panels: {names}), mean ± standard error over splits and seeds "
+        "per method (colour) and backend (marker). Dashed line: the Pareto front (no other "
+        "pair is both cheaper and better on average). Hollow markers: not ranked (a cell failed "
+        "or diverged, or a reduced budget); unusable fits are left out. A tuned contestant's "
+        "cost includes its tuning fits. Dotted tails: compilation time, which a new process "
+        "pays again unless its compilation cache holds the program."
     )
     return figure_of(dataset, "summary-front", fig, caption)
 
@@ -289,12 +339,13 @@ def dataset_summary(results: SuiteResults, dataset: str, rec: Recommendation) ->
     table and the quality-cost figure."""
     cells = with_cost(results.cells[results.cells["dataset"] == dataset])
     regression = "rmse" in cells and cells["rmse"].notna().any()
-    entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
-    axes = _axes(cells, regression, any(e.usable for e in entries), results.regions(dataset))
+    entries = results.references_of(dataset)
+    fidelity = references_converged(entries)
+    axes = _axes(cells, regression, fidelity, results.regions(dataset))
     section = Section(dataset, slug("summary", dataset))
     section.blocks.append(Paragraph(tuple(_reference_sentence(entries))))
     section.blocks.append(Paragraph.of(Strong("Recommendation: "), rec.sentence()))
-    table = evidence_table(cells, rec)
+    table = evidence_table(cells, rec, fidelity)
     if table is not None:
         section.blocks.append(table)
     panels = []
@@ -315,7 +366,8 @@ def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> S
             "Which approximation to trust for its cost, per dataset, generated from the stored "
             "results. The rule: rank on fidelity to the reference posterior where every "
             "reference of the dataset that could be computed converged, otherwise on held-out "
-            "test log-likelihood. "
+            "test log-likelihood; fidelity to a reference that failed its gate ranks nothing "
+            "and is not drawn on the front. "
             "Avoid a contestant with a cell worse than a constant predictor or that diverged, "
             f"or whose predictive std out of range is below {OVERCONFIDENT:g} of a converged "
             "reference's. Not judged: a failed or timed-out cell, or a reduced budget. Among "

@@ -25,7 +25,14 @@ from ppl_bnn.report.glossary import (
     TIMES_MAIN,
     label,
 )
-from ppl_bnn.report.load import SAMPLERS, SuiteResults, backend_key, first_line, method_key
+from ppl_bnn.report.load import (
+    SAMPLERS,
+    SuiteResults,
+    backend_key,
+    first_line,
+    method_key,
+    references_converged,
+)
 from ppl_bnn.report.ranking import Ranking, critical_value, eligible_groups, flagged, rank
 from ppl_bnn.report.references import Reference, references_for
 from ppl_bnn.report.stats import (
@@ -38,15 +45,19 @@ from ppl_bnn.report.stats import (
 BUDGET_MARK = "†"
 TIE_MARK = "≈"
 FLAG_MARK = "⚠"
-REF_NOT_CONVERGED = "‡"
+#: What the Summary and the fidelity table say of a dataset whose references did not all pass
+#: their gate (:func:`~ppl_bnn.report.load.references_converged`).
+NOT_RANKED = "not ranked: reference not converged"
+UNUSABLE_NOTE = (
+    f"{FLAG_MARK} unusable: a predictive worse than a constant fitted to the training targets "
+    f"(on the test set, on its inside part where it has parts, or on the training set)"
+)
 RANKING_NOTE = (
     f"Bold: best, its lead over the runner-up more than noise by a paired t-test over "
     f"splits and seeds at the 5% level (more than {critical_value(3):.1f} standard errors with "
     f"3 replicates, {critical_value(20):.1f} with 20); {TIE_MARK}: tied for best (no clear "
     f"winner). Ranked only among (method, backend) pairs whose every cell finished ok at the "
-    f"full budget; {FLAG_MARK} unusable: a predictive worse than a constant fitted to the "
-    f"training targets (on the test set, on its inside part where it has parts, or on the "
-    f"training set), never ranked."
+    f"full budget; {UNUSABLE_NOTE}, never ranked."
 )
 
 
@@ -109,12 +120,14 @@ def metric_table(
     columns: Sequence[str],
     caption: str,
     methods: Sequence[str] | None = None,
+    ranked: bool = True,
 ) -> Table | None:
     """Mean ± standard error over splits and seeds of ``columns`` per (method, backend).
 
     Every (method, backend) of the dataset gets a row, including ones whose cells all failed;
     ``cells`` counts the statuses (and flagged cells) and ``n`` the cells whose metrics enter the
-    means. Values are marked best or tied for best by :func:`~ppl_bnn.report.ranking.rank`.
+    means. Values are marked best or tied for best by :func:`~ppl_bnn.report.ranking.rank`,
+    unless ``ranked`` is false (distances to a reference that failed its gate).
     """
     cells = results.cells[results.cells["dataset"] == dataset]
     if methods is not None:
@@ -127,7 +140,7 @@ def metric_table(
     merged = counts.merge(stats, on=["dataset", "method", "backend"], how="left")
     merged = sort_groups(merged).reset_index(drop=True)
     notes = _noted_groups(results, dataset)
-    marks = _marks(cells, cols)
+    marks = _marks(cells, cols) if ranked else {}
     eligible = len(eligible_groups(cells))
     flags = flagged(cells).groupby([cells["method"], cells["backend"]]).sum()
     rows, classes = [], []
@@ -148,11 +161,14 @@ def metric_table(
         classes.append("problem" if problem else "")
     header = ("method", "backend", "cells", "n", *(label(c) for c in cols))
     numeric = (False, False, False, True, *(True for _ in cols))
-    return Table(header, tuple(rows), caption + " " + RANKING_NOTE, tuple(classes), numeric)
+    note = RANKING_NOTE if ranked else f"{UNUSABLE_NOTE}."
+    return Table(header, tuple(rows), f"{caption} {note}", tuple(classes), numeric)
 
 
 def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
-    """The main per-dataset table: fidelity to the reference, quality metrics and fit times.
+    """The main per-dataset table: fidelity to the reference (only where the dataset's
+    references converged: :func:`~ppl_bnn.report.load.references_converged`), quality metrics
+    and fit times, ranked.
 
     A test set that reaches where no training input lies is scored on each part apart, never
     as a whole: a fit that ignores the inputs could otherwise look good where most test points
@@ -161,7 +177,9 @@ def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
     task = task_of(results, dataset)
     regression = task != "classification"
     main = REGRESSION_MAIN if regression else CLASSIFICATION_MAIN
-    fidelity = REGRESSION_FIDELITY if regression else CLASSIFICATION_FIDELITY
+    fidelity: tuple[str, ...] = ()
+    if references_converged(results.references_of(dataset)):
+        fidelity = REGRESSION_FIDELITY if regression else CLASSIFICATION_FIDELITY
     regions = results.regions(dataset)
     parts = ""
     if regions:
@@ -169,7 +187,8 @@ def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
             *(f"{m}_{part}" for m in REGION_MAIN for part in ("in", "out")),
             "epistemic_std_ratio",
         )
-        fidelity = (*fidelity, "ref_std_ratio_in", "ref_std_ratio_out")
+        if fidelity:
+            fidelity = (*fidelity, "ref_std_ratio_in", "ref_std_ratio_out")
         parts = (
             f" The test set is scored in two parts: {regions['in']} (_in) and {regions['out']} "
             "(_out)."
@@ -184,27 +203,32 @@ def dataset_table(results: SuiteResults, dataset: str) -> Table | None:
     return metric_table(results, dataset, [*fidelity, *main, *TIMES_MAIN], caption)
 
 
+def _unconverged(results: SuiteResults, dataset: str) -> str:
+    """``"split(s) 0, 2"``: the splits of ``dataset`` whose reference has predictions but failed
+    its gate."""
+    bad = [e for e in results.references_of(dataset) if e.usable and not e.converged]
+    return "split(s) " + ", ".join(str(e.split) for e in bad)
+
+
 def reference_caption(results: SuiteResults, dataset: str) -> str:
     """What the fidelity columns of ``dataset`` compare with, or why there are none."""
-    entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
+    entries = results.references_of(dataset)
     if not entries:
         return " No reference posterior: the suite computes none."
     usable = [e for e in entries if e.usable]
     if not usable:
         notes = sorted({e.note or e.status for e in entries})
         return f" No reference posterior ({'; '.join(notes)}): no fidelity is shown."
-    bad = [e for e in usable if not e.converged]
-    text = (
-        " Fidelity: distance of each predictive to the reference posterior of its split "
-        "(long NumPyro NUTS run; Izmailov et al. 2021 definitions)"
-    )
-    if bad:
-        splits = ", ".join(str(e.split) for e in bad)
-        text += (
-            f"; {REF_NOT_CONVERGED} the reference of split(s) {splits} is NOT CONVERGED (it "
-            "failed its R-hat / ESS gate), so its distances are indicative only"
+    if not references_converged(entries):
+        return (
+            f" No fidelity is shown: the reference of {_unconverged(results, dataset)} is NOT "
+            "CONVERGED (it failed its R-hat / ESS gate), so distances to it rank nothing; they "
+            "are listed apart, not ranked, under Against the reference posterior."
         )
-    return text + "."
+    return (
+        " Fidelity: distance of each predictive to the reference posterior of its split "
+        "(long NumPyro NUTS run; Izmailov et al. 2021 definitions)."
+    )
 
 
 def cost_table(results: SuiteResults, dataset: str) -> Table | None:
@@ -489,7 +513,7 @@ def _hidden(results: SuiteResults, cell_id: str) -> str:
 
 def reference_info_table(results: SuiteResults, dataset: str) -> Table | None:
     """Each split's reference posterior: status, gate, diagnostics, settings and cost."""
-    entries = [e for (d, _), e in sorted(results.references.items()) if d == dataset]
+    entries = results.references_of(dataset)
     if not entries:
         return None
     rows, classes = [], []
@@ -530,10 +554,22 @@ def reference_info_table(results: SuiteResults, dataset: str) -> Table | None:
 
 
 def fidelity_table(results: SuiteResults, dataset: str) -> Table | None:
-    """Every fidelity column of ``dataset`` (including per region), ranked."""
+    """Every fidelity column of ``dataset`` (including per region): ranked where the dataset's
+    references converged (:func:`~ppl_bnn.report.load.references_converged`), else shown
+    unranked under a caption that says so."""
     columns = [*REGRESSION_FIDELITY_ALL, *CLASSIFICATION_FIDELITY]
-    caption = "Against the reference posterior of each split." + reference_caption(results, dataset)
-    return metric_table(results, dataset, columns, caption)
+    if references_converged(results.references_of(dataset)):
+        caption = "Against the reference posterior of each split." + reference_caption(
+            results, dataset
+        )
+        return metric_table(results, dataset, columns, caption)
+    caption = (
+        f"{NOT_RANKED.capitalize()}. The reference of {_unconverged(results, dataset)} is NOT "
+        "CONVERGED (it failed its R-hat / ESS gate): these distances to the reference "
+        "posterior of each split are indicative only, no contestant is marked best on them, "
+        "and neither the Summary nor any other table uses them."
+    )
+    return metric_table(results, dataset, columns, caption, ranked=False)
 
 
 def loo_table(compare: pd.DataFrame, dataset: str) -> tuple[Table | None, Details | None]:
