@@ -26,8 +26,8 @@ SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
 _VARIATIONAL_FILE = "variational.nc"
 _LINEARISED_FILE = "linearised.nc"
-_META_FILE = "fit.json"
-_FILES = (_IDATA_FILE, _VARIATIONAL_FILE, _LINEARISED_FILE, _META_FILE)
+META_FILE = "fit.json"
+_FILES = (_IDATA_FILE, _VARIATIONAL_FILE, _LINEARISED_FILE, META_FILE)
 #: Keys every ``fit.json`` holds (``save_id`` and ``non_finite`` only from this version on;
 #: ``has_linearised`` only from the version that added the linearised predictive, absent meaning
 #: none).
@@ -158,6 +158,16 @@ class FitResult:
         """
         out = Path(path)
         _check_replaceable(out)
+        return write_dir_atomic(out, lambda folder: self.write_into(folder, shown_as=out))
+
+    def write_into(self, folder: str | os.PathLike, *, shown_as: Path | None = None) -> list[str]:
+        """Write :meth:`save`'s files into the existing ``folder`` as they are, beside what it
+        holds (a benchmark cell's folder, itself staged until complete), so that :meth:`load`
+        reads the folder back. Returns the names written. ``shown_as``: the folder :meth:`save`
+        replaces, which errors name (and say is left as it was)."""
+        out = Path(folder)
+        kept = "" if shown_as is None else f"; {shown_as} is left as it was"
+        shown = out if shown_as is None else shown_as
         save_id = uuid.uuid4().hex
         idata = self.to_arviz()
         idata.posterior.attrs["save_id"] = save_id
@@ -188,16 +198,13 @@ class FitResult:
         if self.linearised_at is not None:
             linearised = _linearised_dataset(self.spec, self.linearised_at)
             netcdf[_LINEARISED_FILE] = linearised.assign_attrs(save_id=save_id)
-
-        def write(folder: Path) -> None:
-            for name, data in netcdf.items():
-                # A full disk: "No space left on device" first, not HDF5's own words for it.
-                failed = f"cannot save the fit to {out} (writing {name}); {out} is left as it was"
-                with cause_first(failed):
-                    data.to_netcdf(str(folder / name), engine="h5netcdf")
-            (folder / _META_FILE).write_text(text)
-
-        return write_dir_atomic(out, write)
+        for name, data in netcdf.items():
+            # A full disk: "No space left on device" first, not HDF5's own words for it.
+            failed = f"cannot save the fit to {shown} (writing {name}){kept}"
+            with cause_first(failed):
+                data.to_netcdf(str(out / name), engine="h5netcdf")
+        (out / META_FILE).write_text(text)
+        return [*netcdf, META_FILE]
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> FitResult:
@@ -210,7 +217,7 @@ class FitResult:
                 with the draws); the message names the file and what is wrong.
         """
         src = Path(path)
-        meta_path = src / _META_FILE
+        meta_path = src / META_FILE
         if not meta_path.is_file():
             raise FileNotFoundError(f"no saved fit at {src}: {meta_path} is missing")
         meta = _read_meta(meta_path)
@@ -378,7 +385,7 @@ def _check_same_save(meta: dict[str, Any], attrs: Mapping[str, Any], path: Path)
         stored = attrs[key].item() if isinstance(attrs[key], np.generic) else attrs[key]
         if stored != meta[key] and same_save:
             raise ResultFileError(
-                f"{path.with_name(_META_FILE)}: {key!r} is {meta[key]!r}, but {path}, written by "
+                f"{path.with_name(META_FILE)}: {key!r} is {meta[key]!r}, but {path}, written by "
                 f"the same save, says {stored!r}: fit.json was changed after the save"
             )
         if stored != meta[key]:

@@ -10,7 +10,9 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
   ``timings`` (seconds), ``info`` (the fit's execution details),
   ``budget_note`` (why a budget was reduced) or null, ``versions``, ``machine``, ``started_at``,
   ``finished_at`` (ISO 8601) and ``files`` (the netCDF files written);
-- ``inference_data.nc``: the fit as ArviZ InferenceData;
+- ``inference_data.nc``: the fit as ArviZ InferenceData, and beside it ``fit.json`` (and a
+  guide's ``variational.nc``, a linearised predictive's ``linearised.nc``): with these the folder
+  loads as a :class:`~ppl_bnn.results.FitResult`;
 - ``predictions.nc``: predictive summaries at the test inputs (and on a grid for 1-D sets) in
   original units, out-of-distribution entropies and the loss trace;
 - ``attempts/<time>.json``, only where a rerun failed or timed out while the folder held a

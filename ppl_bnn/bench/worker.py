@@ -3,8 +3,9 @@ has imported torch, JAX and the rest once (:func:`preload`).
 
 It sets its thread budget and XLA host devices before JAX or torch start, says it is ready on
 its reply pipe, then runs the cells and probes sent as JSON lines on its task pipe, one at a
-time, until that pipe closes (:func:`main`). For each cell it fits, evaluates and writes
-``inference_data.nc``, ``predictions.nc`` and, last, ``record.json`` into the task's folder,
+time, until that pipe closes (:func:`main`). For each cell it fits, evaluates and writes the
+fit as :meth:`~ppl_bnn.results.FitResult.load` reads it (``inference_data.nc``, ``fit.json`` and
+a guide's ``variational.nc``), ``predictions.nc`` and, last, ``record.json`` into the task's folder,
 then answers one JSON line. A fit that raises still gets a record (``failed`` with the
 traceback, or ``diverged`` when the method broke down numerically) and the worker goes on; only
 a hang (killed at the timeout) or a crash of the interpreter ends it, and the pool replaces it.
@@ -27,7 +28,6 @@ from typing import Any
 
 import threadpoolctl
 
-from ppl_bnn import BNN, configure_runtime, fit
 from ppl_bnn.backends.numpyro.compile_cache import compile_counter, enable_jax_cache
 from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_arguments
 from ppl_bnn.bench.environment import timestamp
@@ -37,8 +37,11 @@ from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
 from ppl_bnn.data import load_dataset
 from ppl_bnn.files import import_arviz, write_atomic
+from ppl_bnn.fit import fit
 from ppl_bnn.methods import get_method, shared
 from ppl_bnn.methods.base import DivergedError, HessianError
+from ppl_bnn.model.bnn import BNN
+from ppl_bnn.runtime import configure_runtime
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
 
@@ -112,8 +115,8 @@ def run(
         fitting += result.timings["total"] - result.timings.get("shared", 0.0)
         evaluation = evaluate(result, data, stored_draws=cell.stored_draws)
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
-        idata = result.to_arviz()
-        write_atomic(out_dir / IDATA_FILE, lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
+        # The whole fit, so that FitResult.load reads the cell's folder back.
+        result.write_into(out_dir)
         preds = predictions_dataset(evaluation, {**attrs, **result.attrs()})
         write_atomic(
             out_dir / PREDICTIONS_FILE, lambda tmp: preds.to_netcdf(tmp, engine="h5netcdf")

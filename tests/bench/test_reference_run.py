@@ -50,7 +50,9 @@ def test_reference_is_computed_once_then_reused_and_published(
     ]
     assert first.ok and not first.failed_references and not read_records(tmp_path / "a")
     (entry,) = cache.iterdir()
-    assert _files(entry) == {"record.json", "predictions.nc", "inference_data.nc", "reference.json"}
+    assert _files(entry) == {
+        "record.json", "predictions.nc", "inference_data.nc", "fit.json", "reference.json",
+    }  # fmt: skip
     document, record = read_reference(entry), read_record(entry)
     assert document is not None and record is not None
     assert document["key"] == entry.name and document["status"] == record["status"] == "ok"

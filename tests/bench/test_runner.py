@@ -129,7 +129,10 @@ def test_a_forced_rerun_that_fails_keeps_the_earlier_result(tmp_path: Path, jax_
     (ok,) = read_records(results)
     cell_dir = results / "cells" / ok["cell_id"]
     files = {p.name: p.read_bytes() for p in cell_dir.iterdir()}
-    assert set(files) == {"record.json", "inference_data.nc", "predictions.nc"}
+    # The fit as FitResult.load reads it (a guide's variational.nc too), its predictions, record.
+    assert set(files) == {
+        "record.json", "inference_data.nc", "fit.json", "variational.nc", "predictions.nc",
+    }  # fmt: skip
 
     summary = run_suite(tiny_suite(timeout_s=TOO_SHORT), results, jobs=1, force=True)
     assert summary.failed_cells == [ok["cell_id"]]  # the rerun failed: the sweep says so
