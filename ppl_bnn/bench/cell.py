@@ -106,14 +106,22 @@ class Cell(_Runnable):
 
     def config(self) -> dict[str, Any]:
         """Everything that determines the cell's result (the timeout and note do not; the
-        variant, sweep and tuning grid only when set)."""
+        variant, sweep and tuning grid only when set; a data file by its content hash, not
+        where it lies)."""
         out = asdict(self)
         for key in ("suite", "timeout_s", "budget_note"):
             out.pop(key)
+        if "file" in out["data"]:
+            file = out["data"]["file"]
+            out["data"]["file"] = {k: v for k, v in file.items() if k not in FILE_PLACES}
         for key in ("variant", "sweep", "tune"):
             if out[key] is None:
                 out.pop(key)
         return out
+
+
+#: Where a data file lies: how a cell finds it, not what it holds (its SHA-256 says that).
+FILE_PLACES = ("path", "test_path")
 
 
 def sweep_value_text(value: Any) -> str:

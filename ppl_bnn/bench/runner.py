@@ -39,6 +39,7 @@ from typing import Any
 
 from ppl_bnn.bench import pool
 from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.data_files import write_split_rows
 from ppl_bnn.bench.environment import environment, timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
@@ -565,6 +566,9 @@ def run_suite(
         cells_dir.mkdir(parents=True, exist_ok=True)
         for directory in (cells_dir, results / REFERENCES_DIR):
             clean_staging(directory)
+        for entry in suite.datasets:
+            if entry.data_file is not None:  # the rows of each split, beside the results
+                write_split_rows(results, entry.data_file)
         cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
         if not cells and only and any(only.values()):
             chosen = [f"{SELECTION_FLAGS[k]} {','.join(sorted(v))}" for k, v in only.items() if v]

@@ -38,6 +38,13 @@ posteriors are sampled::
                                          # reference's, which [reference] sets)
     sweep = { method = "svi", option = "kl_weight", values = [1.0, 0.1] }   # a study (below)
 
+    [[datasets]]                         # a data file of your own (below)
+    name = "housing"
+    path = "data/housing.csv"            # relative to the suite file
+    target = "price"
+    test_fraction = 0.1                  # or test_path = "data/housing-test.csv"
+    splits = 3                           # seeded random splits 0, 1, 2
+
     [methods.nuts]
     num_warmup = 500
     [methods.nuts.pyro]                  # backend-specific overrides ...
@@ -87,6 +94,17 @@ contestant (``exclude = ["map.tuned"]``) or the untuned one (``exclude = ["swag.
 for a method with no setting worth showing untuned); a study (``sweep``) is never tuned. ``-tuned``
 follows the method in the cell ids (``diabetes-split0-map-tuned-numpyro-seed0``).
 
+A dataset with ``path`` is a data file (:mod:`ppl_bnn.data.files`: CSV, TSV, Parquet or NPZ with
+arrays ``x`` and ``y``), its ``name`` a label of your choosing (not a catalogue set's). ``target``
+names its target column; ``features`` (default: every other column), ``task``
+(``"regression"`` or ``"classification"``; default: from the target's type) and ``classes`` (the
+labels in class-index order; default: the labels present, sorted) may be given. Its
+test set is ``test_path`` (the one split 0), or a seeded random ``test_fraction`` of its rows
+(stratified by class) in each of ``splits = K`` splits (default 1). The file is read and checked
+when the suite is read: an error names the file, column and row. Its SHA-256 (and the test
+file's) joins every cell's config, so a changed file reruns its cells instead of mixing results;
+the rows of each split are written to ``<results>/data/<name>.json``.
+
 With a ``[reference]`` table, every (dataset, split) also gets a reference job
 (:meth:`Suite.references`): NumPyro NUTS with these settings on the model the cells fit there
 (data limits included), keeping 1,000 draws of the test predictive; a dataset with
@@ -104,6 +122,7 @@ from typing import Any
 
 from ppl_bnn.backends import BACKENDS
 from ppl_bnn.bench.cell import Cell, contestant_label, merge_model, weight_prior
+from ppl_bnn.bench.data_files import FILE_KEYS, DataFile, parse_data_file
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
 from ppl_bnn.bench.schema import (
     SuiteError,
@@ -151,7 +170,7 @@ _SUITE_KEYS = {
 }  # fmt: skip
 _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
-    "variant", "image", "timeout_s", "sweep",
+    "variant", "image", "timeout_s", "sweep", *FILE_KEYS,
 }  # fmt: skip
 #: One example's shape and the class count of the sets that load as images (``image = true``).
 IMAGE_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {
@@ -187,11 +206,15 @@ class DatasetEntry:
     timeout_s: float | None = None
     sweep: Sweep | None = None
     tune: dict[str, Tuning] = field(default_factory=dict)
+    data_file: DataFile | None = None
 
     def limits(self) -> dict[str, Any]:
-        """The loader keywords given (``max_train``, ``max_test``, and ``image`` when true)."""
+        """The loader keywords given (``max_train``, ``max_test``, ``image`` when true, and a
+        data file's ``file``)."""
         limits: dict[str, Any] = {"max_train": self.max_train, "max_test": self.max_test}
         out = {k: v for k, v in limits.items() if v is not None}
+        if self.data_file is not None:
+            out["file"] = self.data_file.loader_keywords()
         return {**out, "image": True} if self.image else out
 
     @property
@@ -306,7 +329,9 @@ class Suite:
         if max_splits is not None and max_splits < 1:
             raise SuiteError(f"max_splits must be >= 1, got {max_splits}")
         for entry in self.datasets:
-            if entry.splits == "all":
+            if entry.data_file is not None:
+                splits = tuple(entry.splits)
+            elif entry.splits == "all":
                 splits: tuple[int, ...] = tuple(range(num_splits(entry.name, data_dir)))
             else:
                 splits = tuple(entry.splits)
@@ -445,12 +470,17 @@ def load_suite(name_or_path: str | Path) -> Suite | PerfSuite:
         return parse_perf_suite(raw, where=str(path))
     if kind != "fit":
         raise SuiteError(f'{path}: kind must be "fit" or "perf", got {kind!r}')
-    return parse_suite({k: v for k, v in raw.items() if k != "kind"}, where=str(path))
+    return parse_suite(
+        {k: v for k, v in raw.items() if k != "kind"}, where=str(path), base_dir=path.parent
+    )
 
 
-def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
+def parse_suite(
+    raw: Mapping[str, Any], *, where: str = "suite", base_dir: str | Path | None = None
+) -> Suite:
     """Validate a suite given as a mapping (the parsed TOML): every value is checked here, before
-    any cell runs, so that no worker fails on a value the suite file got wrong."""
+    any cell runs, so that no worker fails on a value the suite file got wrong. A data file's
+    relative ``path`` is read from ``base_dir`` (default: the working directory)."""
     check_keys(where, raw, _SUITE_KEYS)
     for key in ("name", "datasets", "methods"):
         if key not in raw:
@@ -466,7 +496,9 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
         raise SuiteError(f"{where}: datasets must be a list of [[datasets]] tables")
     datasets: list[DatasetEntry] = []
     for i, table in enumerate(raw["datasets"]):
-        entry = _parse_dataset(f"{where} [[datasets]] #{i + 1}", table, model, methods)
+        entry = _parse_dataset(
+            f"{where} [[datasets]] #{i + 1}", table, model, methods, Path(base_dir or ".")
+        )
         if any(d.label == entry.label for d in datasets):
             what = "" if entry.variant is None else f" with variant {entry.variant!r}"
             raise SuiteError(
@@ -501,7 +533,12 @@ def parse_suite(raw: Mapping[str, Any], *, where: str = "suite") -> Suite:
                     _check_learned_prior(what, cell)
                     if cell.tune is not None:
                         # The sets that are not regression sets are the image sets.
-                        check_tuned_cell(what, cell, regression=entry.name not in IMAGE_SHAPES)
+                        regression = (
+                            entry.data_file.task == "regression"
+                            if entry.data_file is not None
+                            else entry.name not in IMAGE_SHAPES
+                        )
+                        check_tuned_cell(what, cell, regression=regression)
     return suite
 
 
@@ -566,18 +603,25 @@ def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = Fa
 
 
 def _parse_dataset(
-    loc: str, table: Any, model: Mapping[str, Any], methods: Mapping[str, Any]
+    loc: str, table: Any, model: Mapping[str, Any], methods: Mapping[str, Any], base_dir: Path
 ) -> DatasetEntry:
     """One ``[[datasets]]`` table, its split indices checked against the dataset's splits where
-    they are known without a data directory (the rest in :meth:`Suite.cells`)."""
+    they are known without a data directory (the rest in :meth:`Suite.cells`); a data file is
+    read and checked here."""
     if not isinstance(table, Mapping):
         raise SuiteError(f"{loc}: must be a table, got {table!r}")
     check_keys(loc, table, _DATASET_KEYS)
     if "name" not in table:
         raise SuiteError(f"{loc}: missing 'name'")
     name = table["name"]
-    if name not in dataset_names():
-        raise SuiteError(f"{loc}: unknown dataset {name!r}; known: {sorted(dataset_names())}")
+    data_file = parse_data_file(loc, table, base_dir) if "path" in table else None
+    if data_file is None and (given := sorted(set(FILE_KEYS) & set(table))):
+        raise SuiteError(f'{loc}: {given} describe a data file, which needs path = "..."')
+    if data_file is None and name not in dataset_names():
+        raise SuiteError(
+            f"{loc}: unknown dataset {name!r}; known: {sorted(dataset_names())} (or a data "
+            'file of your own: path = "...", target = "...")'
+        )
     variant = check_text(loc, table, "variant")
     if variant is not None and not re.fullmatch(r"[a-z0-9][a-z0-9_]*", variant):
         raise SuiteError(
@@ -596,7 +640,9 @@ def _parse_dataset(
     _check_inputs(loc, merged, image)
     check_model(f"{loc} model (with [model])", merged, image=IMAGE_SHAPES[name] if image else None)
     splits = table.get("splits", [0])
-    if splits != "all":
+    if data_file is not None:
+        splits = list(range(data_file.splits))
+    elif splits != "all":
         if not isinstance(splits, list):
             raise SuiteError(f'{loc}: splits must be "all" or a list of non-negative ints')
         splits = check_indices(loc, table, "splits", [0])
@@ -632,6 +678,7 @@ def _parse_dataset(
         timeout_s=None if "timeout_s" not in table else check_timeout(loc, table),
         sweep=sweep,
         tune=tune,
+        data_file=data_file,
         **limits,
     )
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from ppl_bnn.data import idx, sklearn_sets, synthetic, uci
 from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.data.files import DataFileError, load_file_split
 from ppl_bnn.data.paths import resolve_data_dir
 from ppl_bnn.data.prepare import RawData, build, check_limit
 
@@ -87,6 +89,7 @@ def load_dataset(
     max_test: int | None = None,
     seed: int = 0,
     image: bool = False,
+    file: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Load one train/test split of a data set, standardised with training statistics.
 
@@ -107,6 +110,10 @@ def load_dataset(
             does not change the data of a split.
         image: image sets (``digits``, ``mnist``, ``fashion-mnist``) only: inputs as images
             (N, H, W, 1), e.g. (N, 28, 28, 1), for convolutional networks, instead of flat rows.
+        file: a data file instead of a named set (``name`` is then only its label): the
+            keywords of :func:`~ppl_bnn.data.files.load_file_split` (``path``, ``target``,
+            ``features``, ``task``, ``test_fraction`` or ``test_path``), and optionally the
+            ``sha256`` (and ``test_sha256``) the files must still have.
 
     Returns:
         The :class:`Dataset`.
@@ -116,6 +123,7 @@ def load_dataset(
             ``image=True`` for a set that has no images.
         DatasetNotFoundError: a needed file is missing (the message says how to get it).
         DatasetCorruptError: a file fails its checksum or does not parse.
+        DataFileError: ``file`` cannot be used, or no longer has the content it was read with.
     """
     check_limit("max_train", max_train)
     check_limit("max_test", max_test)
@@ -123,7 +131,10 @@ def load_dataset(
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if not isinstance(image, bool):
         raise ValueError(f"image must be True or False, got {image!r}")
-    if name in BUILTIN:
+    if file is not None:
+        split = _check_split(name, split, None)
+        raw = _file_split(name, split, file)
+    elif name in BUILTIN:
         split = _check_split(name, split, BUILTIN_SPLITS)
         raw = BUILTIN[name](split)
     elif name in IMAGE_SETS:
@@ -137,3 +148,17 @@ def load_dataset(
     return build(
         name, split, raw, max_train=max_train, max_test=max_test, seed=int(seed), image=image
     )
+
+
+def _file_split(name: str, split: int, file: Mapping[str, Any]) -> RawData:
+    """Split ``split`` of a data file, checked to have the content the caller read it with."""
+    kept = {k: v for k, v in file.items() if k not in ("sha256", "test_sha256")}
+    raw, info = load_file_split(split=split, name=name, **kept)
+    for key in ("sha256", "test_sha256"):
+        if file.get(key) is not None and file[key] != info.get(key):
+            which = file["test_path"] if key == "test_sha256" else file["path"]
+            raise DataFileError(
+                f"{which} has changed since it was read (SHA-256 {info.get(key)}, expected "
+                f"{file[key]}): read it again so that its results are not mixed with the old ones"
+            )
+    return raw

@@ -1,0 +1,163 @@
+"""A suite's data file of your own: the ``[[datasets]]`` keys that describe it, read and checked
+when the suite is read, and the rows of each split written beside the results.
+
+The file is read with :func:`ppl_bnn.data.files.load_file_split` once per split, so that every
+problem (a missing value, a non-numeric feature, a training split with one class) is reported
+before any cell runs, with the file, column and row. What reaches the cells
+(:meth:`DataFile.loader_keywords`) carries the files' SHA-256: it joins each cell's config hash,
+and the loader refuses a file whose content has changed since.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ppl_bnn.bench.schema import SuiteError, check_open_unit
+from ppl_bnn.data import dataset_names
+from ppl_bnn.data.files import DataFileError, load_file_split
+from ppl_bnn.files import write_atomic
+
+#: The ``[[datasets]]`` keys of a data file (besides ``name`` and ``splits``).
+FILE_KEYS = ("path", "target", "features", "task", "classes", "test_fraction", "test_path")
+#: Where the rows of each split of a suite's data files are written, under its results folder.
+DATA_DIR = "data"
+#: The held-out share of a data file's rows where neither ``test_fraction`` nor ``test_path``
+#: is given.
+DEFAULT_TEST_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A checked data file: where it is, what to read from it, how it is split, its content
+    hash, and each split's rows (``split_info``, the loader's record of them)."""
+
+    name: str
+    path: str
+    target: str | None
+    features: tuple[str, ...] | None
+    task: str
+    classes: tuple[str, ...] | None
+    test_fraction: float | None
+    test_path: str | None
+    splits: int
+    sha256: str
+    test_sha256: str | None
+    split_info: tuple[dict[str, Any], ...]
+
+    def loader_keywords(self) -> dict[str, Any]:
+        """The ``file`` keywords of :func:`ppl_bnn.data.load_dataset` (JSON-ready: they are part
+        of each cell's config)."""
+        out: dict[str, Any] = {
+            "path": self.path,
+            "target": self.target,
+            "features": None if self.features is None else list(self.features),
+            "task": self.task,
+            "sha256": self.sha256,
+        }
+        if self.classes is not None:
+            out["classes"] = list(self.classes)
+        if self.test_path is not None:
+            out.update(test_path=self.test_path, test_sha256=self.test_sha256)
+        else:
+            out["test_fraction"] = self.test_fraction
+        return out
+
+
+def _plain_name(loc: str, name: Any) -> str:
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_.-" for c in name):
+        raise SuiteError(
+            f"{loc}: a data file's name must be letters, digits, '_', '.' or '-' (it joins the "
+            f"cell ids), got {name!r}"
+        )
+    if name in dataset_names():
+        raise SuiteError(
+            f"{loc}: {name!r} is a catalogue data set; give the data file another name"
+        )
+    return name
+
+
+def _text_list(loc: str, key: str, value: Any, what: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise SuiteError(f"{loc}: {key} must be a non-empty list of {what}, got {value!r}")
+    return tuple(value)
+
+
+def _resolve(base_dir: Path, value: Any, key: str, loc: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise SuiteError(f"{loc}: {key} must be a file path, got {value!r}")
+    path = Path(value).expanduser()
+    return str((path if path.is_absolute() else base_dir / path).resolve())
+
+
+def parse_data_file(loc: str, table: Mapping[str, Any], base_dir: Path) -> DataFile:
+    """The data file a ``[[datasets]]`` table with ``path`` describes, read (every split) and
+    checked; ``SuiteError`` naming the table and, from the loader, the file, column and row."""
+    name = _plain_name(loc, table.get("name"))
+    path = _resolve(base_dir, table["path"], "path", loc)
+    test_path = table.get("test_path")
+    if test_path is not None:
+        test_path = _resolve(base_dir, test_path, "test_path", loc)
+        if "test_fraction" in table:
+            raise SuiteError(f"{loc}: give test_fraction or test_path, not both")
+        test_fraction = None
+    else:
+        test_fraction = check_open_unit(loc, table, "test_fraction", DEFAULT_TEST_FRACTION)
+    splits = table.get("splits", 1)
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        raise SuiteError(
+            f"{loc}: a data file's splits is how many seeded random splits to run (a positive "
+            f"integer), got {splits!r}"
+        )
+    if test_path is not None and splits != 1:
+        raise SuiteError(f"{loc}: with test_path there is one split; drop splits = {splits}")
+    target = table.get("target")
+    if target is not None and not isinstance(target, str):
+        raise SuiteError(f"{loc}: target must be a column name, got {target!r}")
+    features = _text_list(loc, "features", table.get("features"), "column names")
+    classes = _text_list(loc, "classes", table.get("classes"), "class labels")
+    task = table.get("task")
+    keywords = {
+        "path": path,
+        "target": target,
+        "features": features,
+        "task": task,
+        "classes": classes,
+        "test_fraction": test_fraction,
+        "test_path": test_path,
+    }
+    try:
+        infos = tuple(load_file_split(**keywords, split=k, name=name)[1] for k in range(splits))
+    except DataFileError as err:
+        raise SuiteError(f"{loc}: {err}") from err
+    first = infos[0]
+    return DataFile(
+        name=name,
+        path=path,
+        target=target,
+        features=features,
+        task=first["task"],
+        classes=classes,
+        test_fraction=test_fraction,
+        test_path=test_path,
+        splits=splits,
+        sha256=first["sha256"],
+        test_sha256=first.get("test_sha256"),
+        split_info=infos,
+    )
+
+
+def write_split_rows(results_dir: Path, data_file: DataFile) -> Path:
+    """``<results>/data/<name>.json``: the file, its hash, its columns, its classes and the
+    training and test rows of each split."""
+    folder = results_dir / DATA_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{data_file.name}.json"
+    text = json.dumps({"dataset": data_file.name, "splits": list(data_file.split_info)}, indent=1)
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text))
+    return path
