@@ -26,7 +26,6 @@ validation split where the suite tunes the method (:func:`ppl_bnn.bench.tuning.t
 from __future__ import annotations
 
 import argparse
-import ast
 import logging
 import math
 import os
@@ -42,6 +41,7 @@ from ppl_bnn import BNN, configure_runtime, fit
 from ppl_bnn.bench.cell import Cell, model_arguments
 from ppl_bnn.bench.suite import Suite, load_suite
 from ppl_bnn.bench.tuning import tune
+from ppl_bnn.cli import method_options, option_pair
 from ppl_bnn.data import load_dataset
 from ppl_bnn.data.dataset import Dataset
 from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
@@ -194,7 +194,7 @@ def main() -> None:
         help="the regression networks' noise: 'learned' (default) or a known std (standardised)",
     )  # fmt: skip
     parser.add_argument(
-        "--option", action="append", default=[], metavar="METHOD.NAME=VALUE",
+        "--option", type=option_pair, action="append", default=[], metavar="METHOD.NAME=VALUE",
         help="replace one default, e.g. mcdropout.dropout_rate=0.05 or map.keep=lowest (a Python "
         "literal, else a string)",
     )  # fmt: skip
@@ -204,7 +204,7 @@ def main() -> None:
     methods = list(method_names()) if args.methods == ["all"] else args.methods
     suites = [load_suite(path) for path in args.tuned]
     frame = audit(
-        args.sets, methods, args.backends, args.data_dir, _options(args.option), args.noise,
+        args.sets, methods, args.backends, args.data_dir, method_options(args.option), args.noise,
         [s for s in suites if isinstance(s, Suite)],
     )  # fmt: skip
     if args.out:
@@ -212,20 +212,6 @@ def main() -> None:
     columns = ["set", "noise", "backend", "method", "test_ll", "diverged", "map_ll",
                "tuned_ll", "constant_ll", "beats_constant", "seconds", "error"]  # fmt: skip
     print(markdown(frame[columns]))
-
-
-def _options(pairs: list[str]) -> dict[str, dict[str, object]]:
-    out: dict[str, dict[str, object]] = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        method, _, name = key.partition(".")
-        if not (method and name and value):
-            raise SystemExit(f"--option {pair!r}: expected METHOD.NAME=VALUE")
-        try:
-            out.setdefault(method, {})[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):  # a bare word: the string itself
-            out.setdefault(method, {})[name] = value
-    return out
 
 
 def markdown(frame: pd.DataFrame) -> str:

@@ -7,12 +7,15 @@ reports, fetch data.
                   [--no-reference] [--reference-dir DIR] [--wait]
     ppl-bnn reference [--suite default] [--datasets a,b] [--splits K] [--reference-dir DIR]
     ppl-bnn report [--suite default]
+    ppl-bnn compare DATA --target COL [--methods a,b] [--backends numpyro,pyro] [--hidden 50]
+                    [--seeds 3] [--test-fraction 0.1 [--splits K] | --test DATA2] [--out DIR]
     ppl-bnn data fetch uci --url URL [--data-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import logging
 import sys
 from collections import Counter
@@ -22,7 +25,10 @@ from ppl_bnn.bench import load_suite, run_suite
 from ppl_bnn.bench.runner import SweepSummary, current_configs, run_references
 from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
-from ppl_bnn.data import fetch, resolve_data_dir
+from ppl_bnn.compare import DEFAULT_METHODS, DEFAULT_NAME, compare
+from ppl_bnn.data import dataset_names, fetch, resolve_data_dir
+from ppl_bnn.data.files import read_table
+from ppl_bnn.model.bnn import BNN
 from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import recommendation_lines, render_report, report_is_current
 from ppl_bnn.report.live import LiveReport
@@ -32,6 +38,34 @@ logger = logging.getLogger("ppl_bnn.cli")
 
 def _csv(text: str) -> set[str]:
     return {part.strip() for part in text.split(",") if part.strip()}
+
+
+def _list(text: str | None) -> list[str] | None:
+    """A comma-separated list in its order (None for None)."""
+    if text is None:
+        return None
+    return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+
+
+def option_pair(text: str) -> tuple[str, str, object]:
+    """``--option METHOD.NAME=VALUE``: the value a Python literal (``500``, ``0.01``, ``True``)
+    or, failing that, the word itself."""
+    key, _, value = text.partition("=")
+    method, _, name = key.partition(".")
+    if not (method and name and value):
+        raise argparse.ArgumentTypeError(f"expected METHOD.NAME=VALUE, got {text!r}")
+    try:
+        return method, name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):  # a bare word: the string itself
+        return method, name, value
+
+
+def method_options(pairs: list[tuple[str, str, object]]) -> dict[str, dict[str, object]]:
+    """Method -> options of the ``--option`` pairs."""
+    out: dict[str, dict[str, object]] = {}
+    for method, name, value in pairs:
+        out.setdefault(method, {})[name] = value
+    return out
 
 
 def _jobs(text: str) -> int:
@@ -194,6 +228,119 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """Read the data file(s), build the network on them and run :func:`ppl_bnn.compare`."""
+    table = read_table(args.data, target=args.target, features=_list(args.features),
+                       task=args.task)  # fmt: skip
+    test = None
+    if args.test is not None:
+        held = read_table(
+            args.test,
+            target=table.target,
+            features=table.features,
+            task=table.task,
+            classes=table.classes,
+        )
+        test = (held.x, held.y)
+    network = {"hidden": args.hidden, "activation": args.activation}
+    if table.task == "classification":
+        model = BNN(table.x, table.y, likelihood="categorical", num_classes=len(table.classes),
+                    **network)  # fmt: skip
+    else:
+        model = BNN(table.x, table.y, noise=args.noise, **network)
+    stem = Path(args.data).stem
+    name = stem if stem.replace("-", "").replace("_", "").isalnum() else DEFAULT_NAME
+    comparison = compare(
+        model,
+        test=test,
+        test_fraction=args.test_fraction,
+        splits=args.splits,
+        methods=_list(args.methods),
+        backends=_list(args.backends),
+        seeds=args.seeds,
+        reference={"auto": "auto", "yes": True, "no": False}[args.reference],
+        tune={"auto": "auto", "no": False}[args.tune],
+        options=method_options(args.option),
+        jobs=args.jobs,
+        results_dir=args.out,
+        timeout_s=args.timeout,
+        name=name if name not in dataset_names() else DEFAULT_NAME,
+        reference_dir=args.reference_dir,
+    )
+    index = comparison.report()
+    logger.info("report written to %s", index)
+    print(comparison.summary)
+    failed = comparison.table["status"].isin(["failed", "timeout"])
+    if failed.any():
+        logger.error("%d cells failed or timed out (rerun the same command to retry them)",
+                     int(failed.sum()))  # fmt: skip
+        return 1
+    return 0
+
+
+def _noise(text: str) -> float | str:
+    """``--noise``: ``learned`` or a known std (a positive number)."""
+    if text == "learned":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be 'learned' or a positive number, got {text!r}")
+    return value
+
+
+def _widths(text: str) -> tuple[int, ...]:
+    """``--hidden``: comma-separated positive layer widths (``50`` or ``50,50``)."""
+    try:
+        widths = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        widths = ()
+    if not widths or min(widths) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be positive layer widths separated by commas (50 or 50,50), got {text!r}"
+        )
+    return widths
+
+
+def _add_compare_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("data", help="the data: a CSV, TSV, Parquet or NPZ (x, y) file")
+    parser.add_argument("--target", default=None, help="the target column (not for NPZ)")
+    parser.add_argument("--features", default=None, help="comma-separated feature columns "
+                        "(default: every other column)")  # fmt: skip
+    parser.add_argument("--task", choices=["regression", "classification"], default=None,
+                        help="default: classification for string or integer targets")  # fmt: skip
+    held = parser.add_mutually_exclusive_group()
+    held.add_argument("--test-fraction", type=float, default=None,
+                      help="held-out share of the rows in each split (default 0.1)")  # fmt: skip
+    held.add_argument("--test", default=None, help="a test file with the same columns")
+    parser.add_argument("--splits", type=int, default=1, help="random splits (default 1)")
+    parser.add_argument("--methods", default=None, help="comma-separated methods (default: "
+                        f"{','.join(DEFAULT_METHODS)})")  # fmt: skip
+    parser.add_argument("--backends", default="numpyro", help="comma-separated (default numpyro)")
+    parser.add_argument("--option", type=option_pair, action="append", default=[],
+                        metavar="METHOD.NAME=VALUE",
+                        help="a method's option, e.g. svi.num_steps=5000 (repeatable)")  # fmt: skip
+    parser.add_argument("--hidden", type=_widths, default=(50,), help="hidden layer widths, "
+                        "e.g. 50 or 50,50 (default 50)")  # fmt: skip
+    parser.add_argument("--activation", default="tanh", help="hidden activation (default tanh)")
+    parser.add_argument("--noise", type=_noise, default="learned",
+                        help="regression noise: learned (default) or a known std in "
+                        "standardised units")  # fmt: skip
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per method (default 3)")
+    parser.add_argument("--reference", choices=["auto", "yes", "no"], default="auto",
+                        help="a NUTS reference posterior (auto: where the network is small "
+                        "enough)")  # fmt: skip
+    parser.add_argument("--tune", choices=["auto", "no"], default="auto",
+                        help="auto: tune MC dropout's rate on a validation split")  # fmt: skip
+    parser.add_argument("--jobs", type=_jobs, default=None, help="cells at once (default: cores)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per cell")
+    parser.add_argument("--out", default=None, help="results and report folder (default: "
+                        "reports/compare-<hash of the model and data>)")  # fmt: skip
+    parser.add_argument("--reference-dir", default=None, help="reference posterior cache")
+
+
 def _fetch(args: argparse.Namespace) -> int:
     written = fetch(args.group, args.url, args.data_dir)
     logger.info("%s: %d files downloaded; every file present and verified", args.group,
@@ -265,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="re-render a suite's report from stored results")
     _add_report_args(report)
     report.set_defaults(handler=_report)
+
+    comparing = sub.add_parser(
+        "compare", help="compare the methods on a data file of your own: report and verdict"
+    )
+    _add_compare_args(comparing)
+    comparing.set_defaults(handler=_compare)
 
     data = sub.add_parser("data", help="data sets")
     data_sub = data.add_subparsers(dest="data_command", required=True)

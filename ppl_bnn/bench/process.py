@@ -186,6 +186,16 @@ def _lost_record(
         message = f"the cell exceeded its {cell.timeout_s:g} s limit and was killed"
         record["error"] = {"type": "Timeout", "message": message, "traceback": lost.stderr}
     else:
-        record["error"] = {"type": "WorkerCrashed", "message": f"{lost} without writing a record",
-                           "traceback": lost.stderr}  # fmt: skip
+        message = f"{lost} without writing a record"
+        if _MAIN_REIMPORTED in (lost.stderr or ""):
+            message += (
+                ": it ran the script that started the run again, as Python's multiprocessing "
+                "does with a worker's main module; put the script's call (compare, run_suite) "
+                'under if __name__ == "__main__":'
+            )
+        record["error"] = {"type": "WorkerCrashed", "message": message, "traceback": lost.stderr}
     return record
+
+
+#: What a worker's traceback holds when it died running the starting script's top level again.
+_MAIN_REIMPORTED = "_fixup_main_from_path"

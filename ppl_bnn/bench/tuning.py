@@ -40,14 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn import BNN, fit
 from ppl_bnn.bench.cell import Cell, model_arguments
 from ppl_bnn.bench.schema import SuiteError, check_keys, check_model, check_options
 from ppl_bnn.data import Dataset
 from ppl_bnn.data.validation import ValidationSplit, validation_split
+from ppl_bnn.fit import fit
 from ppl_bnn.methods import METHODS, shared
 from ppl_bnn.methods.base import DivergedError, HessianError
 from ppl_bnn.metrics.regression import log_predictive_density
+from ppl_bnn.model.bnn import BNN
 from ppl_bnn.seeding import numpy_generator
 from ppl_bnn.timing import now
 

@@ -109,6 +109,8 @@ class Method:
             otherwise (``mcdropout``: ``dropout_rate``, or ``concrete``, which learns it).
             ``fit`` logs a warning where none of them is given, and the suites run the method
             tuned on a validation split (:mod:`ppl_bnn.bench.tuning`) beside its default.
+        tuning_grid: The values of ``tuned_by_default[0]`` that ``compare(..., tune="auto")``
+            chooses from on a validation split.
     """
 
     name: str
@@ -125,6 +127,7 @@ class Method:
     starts_from: str | None = None
     predicts_near_modes: bool = False
     tuned_by_default: tuple[str, ...] = ()
+    tuning_grid: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):

@@ -1,0 +1,356 @@
+"""``compare``: the benchmark's verdict on your own model and data.
+
+It is the suite runner on one dataset: the model's data (and test set) are written once to an
+NPZ file in the results folder, a suite with that file as its one dataset is built in memory,
+and :func:`ppl_bnn.bench.runner.run_suite` runs it, with everything the suites have: a process
+per cell with a timeout, resume, the results folder's lock, the compilation and reference
+caches, tuning on a validation split and a gated reference posterior. The verdict is read back
+as a :class:`~ppl_bnn.comparison.Comparison`.
+
+As in the suites, inputs and regression targets are standardised with the training split's
+statistics before fitting (a known ``noise`` is in those units); metrics are in original units.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ppl_bnn.backends import BACKENDS
+from ppl_bnn.bench.data_files import DEFAULT_TEST_FRACTION
+from ppl_bnn.bench.runner import run_suite
+from ppl_bnn.bench.suite import Suite, parse_suite
+from ppl_bnn.comparison import Comparison
+from ppl_bnn.files import write_atomic
+from ppl_bnn.keys import content_key
+from ppl_bnn.methods import available, get_method
+from ppl_bnn.model.bnn import BNN
+from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.model.validate import validate_inputs, validate_targets
+from ppl_bnn.reference import ReferenceSettings
+
+logger = logging.getLogger(__name__)
+
+#: The contestants without ``methods=``: the baselines the field compares against (MAP, the
+#: GGN Laplace, a deep ensemble, MC dropout, SWAG), mean-field VI, SGLD and NUTS.
+DEFAULT_METHODS = ("nuts", "sgld", "svi", "map", "laplace", "ensemble", "swag", "mcdropout")
+#: ``reference="auto"`` samples a reference posterior where NUTS can afford it: at most this
+#: many weights ...
+AUTO_REFERENCE_WEIGHTS = 2_000
+#: ... and at most this many (weights x training points), a gradient's cost.
+AUTO_REFERENCE_WORK = 1_000_000
+#: Where results folders go without ``results_dir``: ``reports/compare-<key>``.
+DEFAULT_ROOT = Path("reports")
+#: JAX's persistent compilation cache of a comparison's cells, in its results folder.
+JAX_CACHE_DIR = ".jax-cache"
+#: The dataset's label without ``name=``.
+DEFAULT_NAME = "data"
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A checked comparison, before anything is written: the data, the suite's table, where."""
+
+    results_dir: Path
+    files: dict[Path, dict[str, np.ndarray]]
+    table: dict[str, Any]
+
+
+def _count(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _seeds(seeds: int | Sequence[int]) -> list[int]:
+    if isinstance(seeds, int | np.integer) and not isinstance(seeds, bool):
+        return list(range(_count(seeds, "seeds")))
+    values = list(seeds) if isinstance(seeds, Sequence) and not isinstance(seeds, str) else None
+    if not values or not all(
+        isinstance(s, int | np.integer) and not isinstance(s, bool) and s >= 0 for s in values
+    ):
+        raise ValueError(f"seeds must be a count or a list of non-negative integers, got {seeds!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"seeds must be distinct, got {seeds!r}")
+    return [int(s) for s in values]
+
+
+def _names(values: object, known: Sequence[str], what: str) -> list[str]:
+    items = [values] if isinstance(values, str) else values
+    if not isinstance(items, Sequence) or not items:
+        raise ValueError(f"{what} must be a non-empty list of names, got {values!r}")
+    unknown = [v for v in items if v not in known]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown}; available: {', '.join(known)}")
+    if len(set(items)) != len(items):
+        raise ValueError(f"{what} must be distinct, got {list(items)}")
+    return list(items)
+
+
+def model_table(spec: BNNSpec) -> dict[str, Any]:
+    """The suite's ``[model]`` table of ``spec``: its layers and priors in their dict form, and
+    for a Gaussian likelihood its noise (and noise prior)."""
+    priors = [p.to_dict() for p in spec.priors]
+    table: dict[str, Any] = {
+        "layers": [layer.to_dict() for layer in spec.layers],
+        "prior": priors[0] if all(p == priors[0] for p in priors) else priors,
+    }
+    if spec.likelihood == "gaussian":
+        table["noise"] = spec.noise
+        if spec.noise_prior is not None:
+            table["noise_prior"] = spec.noise_prior.to_dict()
+    return table
+
+
+def _num_weights(spec: BNNSpec) -> int:
+    return sum(site.size for site in spec.sites())
+
+
+def _reference_table(
+    reference: object, spec: BNNSpec, n_train: int
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The suite's ``[reference]`` table (None for none), and why ``"auto"`` samples none
+    (the dataset's ``no_reference``)."""
+    if reference is False:
+        return None, None
+    if isinstance(reference, Mapping):
+        ReferenceSettings(**reference)  # unknown keys raise TypeError here, not in a worker
+        return dict(reference), None
+    if reference is True:
+        return {}, None
+    if reference != "auto":
+        raise ValueError(
+            f'reference must be "auto", True, False or a mapping of NUTS settings '
+            f"({', '.join(ReferenceSettings().as_dict())}), got {reference!r}"
+        )
+    weights = _num_weights(spec)
+    if weights > AUTO_REFERENCE_WEIGHTS or weights * n_train > AUTO_REFERENCE_WORK:
+        # The dataset's reference job is then infeasible, and the Summary says why.
+        return {}, (
+            f"{weights:,} weights and {n_train:,} training points: beyond what "
+            f'reference="auto" samples with NUTS (at most {AUTO_REFERENCE_WEIGHTS:,} weights '
+            f"and {AUTO_REFERENCE_WORK:,} weights x points); pass reference=True to sample one"
+        )
+    return {}, None
+
+
+def _method_tables(
+    methods: list[str],
+    backend: str,
+    tune: object,
+    options: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``[methods.*]`` tables and the ``exclude`` entries: with ``tune="auto"`` each method whose
+    default does not hold on every set runs tuned only, on its ``tuning_grid``."""
+    if tune not in ("auto", False):
+        raise ValueError(f'tune must be "auto" or False, got {tune!r}')
+    options = dict(options or {})
+    stray = sorted(set(options) - set(methods))
+    if stray:
+        raise ValueError(f"options given for {stray}, which are not among the methods {methods}")
+    tables: dict[str, dict[str, Any]] = {m: dict(options.get(m, {})) for m in methods}
+    exclude = []
+    for method in methods:
+        entry = get_method(method, backend)
+        given = set(entry.tuned_by_default) & set(tables[method])
+        if tune == "auto" and entry.tuning_grid and not given:
+            tables[method]["tune"] = {"grid": {k: list(v) for k, v in entry.tuning_grid.items()}}
+            exclude.append(f"{method}.untuned")
+    return tables, exclude
+
+
+def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The training arrays and the test arrays (none without ``test``), checked."""
+    if not isinstance(model, BNN):
+        raise TypeError(f"compare takes a ppl_bnn.BNN (the network and its data), got {model!r}")
+    if model.x.ndim != 2:
+        raise ValueError(
+            f"compare takes a model on flat inputs (N, D); x has shape {model.x.shape}: run "
+            "image networks through a suite (image = true, layers = [...])"
+        )
+    arrays = {"x": model.x, "y": model.y}
+    if test is None:
+        return arrays, {}
+    if not isinstance(test, tuple | list) or len(test) != 2:
+        raise ValueError(f"test must be a pair (x_test, y_test), got {type(test).__name__}")
+    spec = model.spec
+    x_test = validate_inputs(test[0], spec.input_shape, name="x_test")
+    y_test = validate_targets(test[1], x_test.shape[0], spec.likelihood, spec.num_classes)
+    return arrays, {"x": x_test, "y": y_test}
+
+
+def plan_comparison(
+    model: BNN,
+    *,
+    test: tuple[object, object] | None = None,
+    test_fraction: float | None = None,
+    splits: int = 1,
+    methods: Sequence[str] | None = None,
+    backends: Sequence[str] = ("numpyro",),
+    seeds: int | Sequence[int] = 3,
+    reference: object = "auto",
+    tune: object = "auto",
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    results_dir: str | os.PathLike[str] | None = None,
+    timeout_s: float = 600.0,
+    name: str = DEFAULT_NAME,
+) -> _Plan:
+    """Check every argument and build the suite's table; nothing is written. See
+    :func:`compare` for the arguments."""
+    arrays, test_arrays = _arrays(model, test)
+    splits = _count(splits, "splits")
+    if test is not None and (test_fraction is not None or splits != 1):
+        raise ValueError("with test=(x, y) there is one split: drop test_fraction and splits")
+    fraction = DEFAULT_TEST_FRACTION if test_fraction is None else test_fraction
+    if test is None and not (isinstance(fraction, float | int) and 0 < fraction < 1):
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    method_list = _names(
+        DEFAULT_METHODS if methods is None else methods, list(available()), "methods"
+    )
+    backend_list = _names(list(backends), list(BACKENDS), "backends")
+    if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    spec = model.spec
+    n_train = len(arrays["y"]) if test is not None else round(len(arrays["y"]) * (1 - fraction))
+    reference_table, no_reference = _reference_table(reference, spec, n_train)
+    method_tables, exclude = _method_tables(method_list, backend_list[0], tune, options)
+    split_text = "given" if test is not None else f"{fraction}x{splits}"
+    key = content_key(spec.to_dict(), arrays, test_arrays, split_text)
+    root = Path(results_dir) if results_dir is not None else DEFAULT_ROOT / f"compare-{key[:12]}"
+    # Named by content: a rerun finds the file it wrote (np.savez's bytes vary with the time).
+    data_file = (root / "data" / f"{name}-{key[:12]}.npz").resolve()
+    files = {data_file: arrays}
+    dataset: dict[str, Any] = {"name": name, "path": str(data_file), "target": "y"}
+    if spec.likelihood == "categorical":
+        dataset.update(task="classification", classes=[str(k) for k in range(spec.num_classes)])
+    else:
+        dataset["task"] = "regression"
+    if test is not None:
+        test_file = data_file.with_name(f"{name}-{key[:12]}-test.npz")
+        files[test_file] = test_arrays
+        dataset["test_path"] = str(test_file)
+    else:
+        dataset.update(test_fraction=float(fraction), splits=splits)
+    if exclude:
+        dataset["exclude"] = exclude
+    if no_reference is not None:
+        dataset["no_reference"] = no_reference
+    table: dict[str, Any] = {
+        "name": root.name,
+        "description": f"compare() on {name}: {len(arrays['y'])} points",
+        "seeds": _seeds(seeds),
+        "backends": backend_list,
+        "timeout_s": float(timeout_s),
+        "model": model_table(spec),
+        "datasets": [dataset],
+        "methods": method_tables,
+    }
+    if reference_table is not None:
+        table["reference"] = reference_table
+    return _Plan(root, files, table)
+
+
+def write_data(plan: _Plan) -> Suite:
+    """Write the plan's data files (unless a run before wrote them) and read the suite on
+    them."""
+    for path, arrays in plan.files.items():
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, lambda tmp, arrays=arrays: _savez(tmp, arrays))
+    return parse_suite(plan.table, where="compare")
+
+
+def _savez(path: str, arrays: Mapping[str, np.ndarray]) -> None:
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def compare(
+    model: BNN,
+    *,
+    test: tuple[object, object] | None = None,
+    test_fraction: float | None = None,
+    splits: int = 1,
+    methods: Sequence[str] | None = None,
+    backends: Sequence[str] = ("numpyro",),
+    seeds: int | Sequence[int] = 3,
+    reference: object = "auto",
+    tune: object = "auto",
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    jobs: int | None = None,
+    results_dir: str | os.PathLike[str] | None = None,
+    timeout_s: float = 600.0,
+    name: str = DEFAULT_NAME,
+    reference_dir: str | os.PathLike[str] | None = None,
+) -> Comparison:
+    """Fit ``model`` by every method and compare them: the benchmark's verdict on your data.
+
+    Each (method, backend, split, seed) is a cell of the suite runner, in its own warm worker
+    process with a timeout; a results folder that already holds finished cells of the same
+    comparison resumes (only what is missing runs).
+
+    Example:
+        >>> import numpy as np
+        >>> from ppl_bnn import BNN, compare
+        >>> x = np.random.default_rng(0).normal(size=(200, 3))
+        >>> model = BNN(x, x @ [1.0, -2.0, 0.5] + np.sin(x[:, 0]), hidden=(20,), noise="learned")
+        >>> comparison = compare(model, methods=["map", "svi", "nuts"])  # doctest: +SKIP
+        >>> print(comparison.summary)  # doctest: +SKIP
+
+    Args:
+        model: The network and its training data (flat inputs).
+        test: A held-out ``(x_test, y_test)``; without it, a seeded random ``test_fraction``
+            of the model's data (stratified by class) is held out in each of ``splits`` splits.
+        test_fraction: Default 0.1.
+        splits: Random splits (replicates, with ``seeds``).
+        methods: The contestants (:func:`ppl_bnn.available_methods`); default
+            :data:`DEFAULT_METHODS`: NUTS, SGLD, mean-field VI, MAP, the GGN Laplace, a deep
+            ensemble, SWAG and MC dropout.
+        backends: ``"numpyro"`` and/or ``"pyro"``.
+        seeds: A count (seeds 0..n-1) or the seeds.
+        reference: ``"auto"`` (a NumPyro NUTS reference posterior, 4 chains of 1,000 + 1,000
+            draws, gated by R-hat and ESS, where the network has at most
+            :data:`AUTO_REFERENCE_WEIGHTS` weights and weights x training points is at most
+            :data:`AUTO_REFERENCE_WORK`), ``True``, ``False`` or a mapping of
+            :class:`~ppl_bnn.reference.ReferenceSettings`. Only a converged reference ranks.
+        tune: ``"auto"``: a method whose default does not hold on every data set (MC
+            dropout's rate) runs tuned on a validation split of each training set (never the
+            test set), unless ``options`` sets that option; ``False``: as given.
+        options: Method -> options passed to ``fit`` (e.g. ``{"svi": {"num_steps": 5000}}``).
+        jobs: Cells at once (default: the number of cores).
+        results_dir: Default ``reports/compare-<key>``, the key a hash of the model's spec, the
+            data and the split (logged).
+        timeout_s: Each cell's wall-clock limit.
+        name: The dataset's label in the report.
+        reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).
+
+    Returns:
+        The :class:`~ppl_bnn.comparison.Comparison`: ``.table``, ``.summary``,
+        ``.report(path)``, ``.results``.
+
+    Raises:
+        TypeError, ValueError: a bad argument (checked before anything is written or run).
+    """
+    plan = plan_comparison(
+        model, test=test, test_fraction=test_fraction, splits=splits, methods=methods,
+        backends=backends, seeds=seeds, reference=reference, tune=tune, options=options,
+        results_dir=results_dir, timeout_s=timeout_s, name=name,
+    )  # fmt: skip
+    logger.info("compare: results in %s", plan.results_dir)
+    suite = write_data(plan)
+    # The compilation cache inside the results folder: a rerun compiles nothing again.
+    run = run_suite(
+        suite,
+        plan.results_dir,
+        jobs=jobs,
+        reference_dir=reference_dir,
+        jax_cache=str((plan.results_dir / JAX_CACHE_DIR).resolve()),
+    )
+    logger.info("compare: %s in %.1f s", dict(run.statuses), run.wall_s)
+    return Comparison(plan.results_dir)

@@ -1,0 +1,234 @@
+"""``Comparison``: what :func:`ppl_bnn.compare` returns, read from its results folder.
+
+Everything is read from the stored records (nothing is refitted): a tidy table with one row per
+cell, the verdict the report's Summary shows (:class:`Verdict`, with a plain-text ``str()``), the
+report itself, and each cell's :class:`~ppl_bnn.results.FitResult`, loaded on access.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from ppl_bnn.bench.record import COMPLETE
+from ppl_bnn.report import fmt, render_report
+from ppl_bnn.report.answer import recommendations
+from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
+from ppl_bnn.report.fidelity import with_fidelity
+from ppl_bnn.report.load import (
+    ReferenceEntry,
+    SuiteResults,
+    load_results,
+    references_converged,
+)
+from ppl_bnn.report.recommend import COST, Grade, Recommendation, with_cost
+from ppl_bnn.report.summary import Point, pareto_front, points
+from ppl_bnn.results import META_FILE, FitResult
+
+#: The table's columns, in order, where the cells have them: who, what became of it, quality,
+#: fidelity to the reference, cost.
+ID_COLUMNS = ("method", "backend", "split", "seed", "status")
+QUALITY_COLUMNS = (
+    "test_ll", "rmse", "crps", "coverage_90", "accuracy", "nll", "brier", "ece",
+)  # fmt: skip
+COST_COLUMNS = ("fit_s", "compile_s", "tuning_s", "cost_s")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The Summary of one dataset as objects: the recommendation, whether its references
+    converged (the condition for ranking on fidelity), the front of quality against cost on the
+    recommendation's basis, and the contestants to avoid.
+
+    Attributes:
+        dataset: The dataset's label.
+        recommendation: Its :class:`~ppl_bnn.report.recommend.Recommendation` (grades, basis).
+        references: Its reference posteriors, one per split that has one.
+        reference_converged: Whether fidelity ranks: every computable reference passed its gate.
+        front: The Pareto front on the basis (cheapest first): no other contestant is both
+            cheaper and better.
+    """
+
+    dataset: str
+    recommendation: Recommendation
+    references: tuple[ReferenceEntry, ...]
+    reference_converged: bool
+    front: tuple[Point, ...]
+
+    @property
+    def closest(self) -> str | None:
+        """``method/backend`` closest to a converged reference, or None where fidelity does not
+        rank (no reference, or one that did not converge)."""
+        top = self.recommendation.trusted
+        return top.name if self.reference_converged and top is not None else None
+
+    @property
+    def avoid(self) -> list[str]:
+        """``method/backend (why)`` of every contestant to avoid (unusable, diverged,
+        over-confident out of range)."""
+        return [f"{s.name} ({s.why})" for s in self.recommendation.graded(Grade.AVOID)]
+
+    def reference_line(self) -> str:
+        """Whether the ranking is against a converged reference, and if not, why not."""
+        usable = [e for e in self.references if e.usable]
+        if not usable:
+            notes = "; ".join(sorted({e.note or e.status for e in self.references}))
+            why = f" ({notes})" if notes else ""
+            return f"No reference posterior{why}: ranked on held-out test log-likelihood and cost."
+        if self.reference_converged:
+            return f"Reference posterior: converged on {len(usable)} of {len(usable)} split(s)."
+        bad = [e for e in usable if not e.converged]
+        detail = ", ".join(
+            f"split {e.split}: R-hat {fmt.number(e.diagnostics.get('rhat_max'), 3)}, "
+            f"ESS {fmt.number(e.diagnostics.get('ess_bulk_min'))}"
+            for e in bad
+        )
+        return (
+            f"Not ranked: reference not converged ({detail}); ranked on held-out test "
+            "log-likelihood instead. Try more warmup, a longer tree (max_tree_depth) or a "
+            "smaller network."
+        )
+
+    def front_line(self) -> str:
+        basis = self.recommendation.basis
+        if basis is None or not self.front:
+            return "Front: none (no contestant could be ranked)."
+        parts = [
+            f"{p.group[0]}/{p.group[1]} {fmt.number(p.cost)} s, {fmt.number(p.quality)}"
+            for p in self.front
+        ]
+        return f"Front (cost against {basis.name}, cheapest first): " + "; ".join(parts) + "."
+
+    def lines(self) -> list[str]:
+        closest = self.closest
+        return [
+            f"{self.dataset}: {self.recommendation.sentence()}",
+            self.reference_line(),
+            f"Closest to the reference: {closest}." if closest else "",
+            self.front_line(),
+            "Unusable or to avoid: " + ("; ".join(self.avoid) or "none") + ".",
+        ]
+
+    def __str__(self) -> str:
+        return "\n".join(line for line in self.lines() if line)
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines()[1:] if line)
+        head = html.escape(self.lines()[0])
+        return f"<p><strong>{head}</strong></p><ul>{items}</ul>"
+
+
+class _LazyFits(Mapping[str, FitResult]):
+    """Cell id -> its :class:`FitResult`, read from the cell's folder when first asked for."""
+
+    def __init__(self, cells_dir: Path, ids: list[str]) -> None:
+        self._dir, self._ids, self._loaded = cells_dir, ids, {}
+
+    def __getitem__(self, cell_id: str) -> FitResult:
+        if cell_id not in self._ids:
+            raise KeyError(f"no fitted cell {cell_id!r}; cells: {', '.join(self._ids)}")
+        if cell_id not in self._loaded:
+            self._loaded[cell_id] = FitResult.load(self._dir / cell_id)
+        return self._loaded[cell_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class Comparison:
+    """The methods compared on one model and dataset, read from ``results_dir``.
+
+    Attributes:
+        results_dir: The results folder (cells, references, the data's split rows).
+        table: One row per cell (:attr:`table`).
+        summary: The verdict (:attr:`summary`).
+        results: Cell id -> :class:`~ppl_bnn.results.FitResult`, loaded on access.
+    """
+
+    def __init__(self, results_dir: str | Path) -> None:
+        self.results_dir = Path(results_dir)
+
+    def __repr__(self) -> str:
+        return f"Comparison({str(self.results_dir)!r}, {len(self._results.cells)} cells)"
+
+    @cached_property
+    def _results(self) -> SuiteResults:
+        return with_fidelity(load_results(self.results_dir))
+
+    @property
+    def dataset(self) -> str:
+        """The dataset's label (the one dataset a comparison holds)."""
+        return self._results.datasets()[0]
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per cell: ``method`` (a tuned contestant as ``map (tuned)``), ``backend``,
+        ``split``, ``seed``, ``status``, then the quality metrics (test log-likelihood per point
+        in original units; RMSE, CRPS and 90% coverage, or accuracy, NLL, Brier and ECE), the
+        distances to the reference posterior (NaN where there is none), ``reference_converged``,
+        and the cost in seconds: ``fit_s`` (inside ``fit``), ``compile_s`` (of it, compiling),
+        ``tuning_s`` (a tuned contestant's grid) and ``cost_s`` (fit and tuning without
+        compilation: what the Summary ranks cost on)."""
+        cells = with_cost(self._results.cells)
+        out = pd.DataFrame(
+            {
+                "method": cells["method"],
+                "backend": cells["backend"],
+                "split": cells["split"].astype(int),
+                "seed": cells["seed"].astype(int),
+                "status": cells["status"],
+            }
+        )
+        for column in (*QUALITY_COLUMNS, *FIDELITY_COLUMNS):
+            if column in cells and cells[column].notna().any():
+                out[column] = cells[column].astype(float)
+        if "ref_converged" in cells:
+            out["reference_converged"] = cells["ref_converged"].astype("boolean")
+        timings = {"fit_s": "time_total", "compile_s": "time_compile", "tuning_s": "time_tuning"}
+        for name, column in timings.items():
+            out[name] = cells[column].astype(float) if column in cells else math.nan
+        out["cost_s"] = cells[COST].astype(float)
+        return out.reset_index(drop=True)
+
+    @cached_property
+    def summary(self) -> Verdict:
+        """The verdict the report's Summary shows, with a plain-text ``str()``."""
+        results = self._results
+        dataset = self.dataset
+        rec = recommendations(results)[dataset]
+        references = tuple(results.references_of(dataset))
+        front: list[Point] = []
+        if rec.basis is not None:
+            cells = results.cells[results.cells["dataset"] == dataset]
+            front = pareto_front(points(cells, rec.basis.column), rec.basis.lower)
+        return Verdict(dataset, rec, references, references_converged(references), tuple(front))
+
+    @cached_property
+    def results(self) -> Mapping[str, FitResult]:
+        """Cell id -> :class:`~ppl_bnn.results.FitResult` of every cell with a result, each read
+        from its folder when first asked for."""
+        cells_dir = self.results_dir / "cells"
+        ids = [
+            r["cell_id"]
+            for r in self._results.records
+            if r.get("status") in COMPLETE and (cells_dir / r["cell_id"] / META_FILE).is_file()
+        ]
+        return _LazyFits(cells_dir, ids)
+
+    def report(self, path: str | Path | None = None) -> Path:
+        """Write the self-contained HTML report (and ``report.md``, ``results.csv``,
+        ``summary.json``) into folder ``path`` (default: the results folder); returns the HTML
+        file's path."""
+        return render_report(self.results_dir, path)
+
+    def _repr_html_(self) -> str:
+        return self.summary._repr_html_()

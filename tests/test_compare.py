@@ -1,0 +1,193 @@
+"""``compare`` and ``ppl-bnn compare``: arguments checked before anything is written, the suite
+they build, and one small comparison run through both entry points with the same numbers."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ppl_bnn import BNN, Comparison, compare, layers, priors
+from ppl_bnn.bench.cell import model_arguments
+from ppl_bnn.cli import main
+from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, model_table, plan_comparison
+from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.results import FitResult
+
+#: Short fits: the point is the plumbing, not the posterior.
+FAST = {"map": {"num_steps": 60}, "svi": {"num_steps": 60, "num_draws": 20}}
+
+
+def _data(n: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 2))
+    return x, x[:, 0] - 0.5 * x[:, 1] + 0.1 * rng.normal(size=n)
+
+
+def _model(hidden: tuple[int, ...] = (4,)) -> BNN:
+    return BNN(*_data(), hidden=hidden, noise="learned")
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "match"),
+    [
+        ({"model": "not a model"}, TypeError, "compare takes a ppl_bnn.BNN"),
+        ({"methods": ["map", "nope"]}, ValueError, r"unknown methods \['nope'\]"),
+        ({"methods": []}, ValueError, "methods must be a non-empty list"),
+        ({"methods": ["map", "map"]}, ValueError, "methods must be distinct"),
+        ({"backends": ["tensorflow"]}, ValueError, r"unknown backends \['tensorflow'\]"),
+        ({"seeds": 0}, ValueError, "seeds must be a positive integer"),
+        ({"seeds": [0, 0]}, ValueError, "seeds must be distinct"),
+        ({"seeds": [-1]}, ValueError, "seeds must be a count or a list"),
+        ({"splits": 0}, ValueError, "splits must be a positive integer"),
+        ({"test_fraction": 1.0}, ValueError, r"test_fraction must be in \(0, 1\)"),
+        ({"reference": "always"}, ValueError, 'reference must be "auto", True, False'),
+        ({"reference": {"num_chain": 2}}, TypeError, "num_chain"),
+        ({"tune": "grid"}, ValueError, 'tune must be "auto" or False'),
+        ({"options": {"nuts": {}}}, ValueError, r"options given for \['nuts'\]"),
+        ({"timeout_s": 0}, ValueError, "timeout_s must be a positive number"),
+        ({"test": (np.zeros((5, 3)), np.zeros(5))}, ValueError, "x_test has 3 features"),
+        ({"test": (np.zeros((5, 2)), np.full(5, np.nan))}, ValueError, "5 non-finite"),
+        ({"test": np.zeros((5, 2))}, ValueError, r"test must be a pair \(x_test, y_test\)"),
+        (
+            {"test": (np.zeros((5, 2)), np.zeros(5)), "test_fraction": 0.2},
+            ValueError,
+            "with test=",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_is_written(
+    tmp_path: Path, changes: dict, error: type, match: str
+) -> None:
+    model = changes.pop("model", _model())
+    out = tmp_path / "results"
+    with pytest.raises(error, match=match):
+        compare(model, results_dir=out, **{"methods": ["map"], **changes})
+    assert not out.exists()
+
+
+def test_an_image_model_is_sent_to_the_suites(tmp_path: Path) -> None:
+    x = np.random.default_rng(0).random((6, 4, 4, 1))
+    net = [layers.Conv2d(2, 3), layers.Flatten(), layers.Dense(3)]
+    model = BNN(x, np.arange(6) % 3, layers=net, likelihood="categorical")
+    with pytest.raises(ValueError, match="image networks through a suite"):
+        compare(model, results_dir=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"hidden": (5, 3), "activation": "relu", "noise": 0.3},
+        {"hidden": (4,), "noise": "learned", "noise_prior": priors.PBP_NOISE_PRIOR},
+        {
+            "layers": [layers.Dense(3, "tanh"), layers.Dense(1)],
+            "noise": "learned",
+            "prior": [priors.Normal(0.5), priors.ScaleMixture(0.5, 1.0, 0.1)],
+        },
+        {"hidden": (4,), "likelihood": "categorical", "num_classes": 3},
+    ],
+)
+def test_the_suite_rebuilds_the_users_network(kwargs: dict) -> None:
+    x, y = _data(12)
+    if kwargs.get("likelihood") == "categorical":
+        y = np.arange(12) % 3
+    model = BNN(x, y, **kwargs)
+    task = "classification" if kwargs.get("likelihood") else "regression"
+    data = Dataset(
+        name="d", task=task, split=0, x_train=x, y_train=y, x_test=x, y_test=y,
+        num_classes=3 if task == "classification" else None, y_mean=0.0, y_std=1.0,
+        x_mean=np.zeros(2), x_std=np.ones(2),
+    )  # fmt: skip
+    rebuilt = BNN(x, y, **model_arguments(model_table(model.spec), data))
+    assert rebuilt.spec == model.spec
+
+
+def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -> None:
+    plan = plan_comparison(_model(), methods=["map", "mcdropout"])
+    (dataset,) = plan.table["datasets"]
+    assert plan.table["methods"]["mcdropout"]["tune"]["grid"]["dropout_rate"][0] == 1e-4
+    assert dataset["exclude"] == ["mcdropout.untuned"]
+    assert plan.table["reference"] == {} and "no_reference" not in dataset
+    assert dataset["test_fraction"] == 0.1 and dataset["splits"] == 1
+    assert plan.table["seeds"] == [0, 1, 2]
+    # A rate given is used as given; tune=False runs the default.
+    given = plan_comparison(_model(), methods=["mcdropout"],
+                            options={"mcdropout": {"dropout_rate": 0.1}})  # fmt: skip
+    assert "tune" not in given.table["methods"]["mcdropout"]
+    assert "tune" not in plan_comparison(_model(), tune=False).table["methods"]["mcdropout"]
+    # Too many weights for NUTS: no reference, and the Summary will say why.
+    wide = plan_comparison(_model(hidden=(AUTO_REFERENCE_WEIGHTS,)), methods=["map"])
+    assert "pass reference=True" in wide.table["datasets"][0]["no_reference"]
+    forced = plan_comparison(_model(hidden=(AUTO_REFERENCE_WEIGHTS,)), reference=True)
+    assert forced.table["reference"] == {}
+
+
+def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> None:
+    x, y = _data()
+    csv = tmp_path / "trial.csv"
+    pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "target": y}).to_csv(csv, index=False)
+
+    table = pd.read_csv(csv)
+    model = BNN(table[["a", "b"]].to_numpy(), table["target"].to_numpy(), hidden=(4,),
+                noise="learned")  # fmt: skip
+    ours = compare(model, methods=["map", "svi"], seeds=[0, 1], reference=False, options=FAST,
+                   results_dir=tmp_path / "python", test_fraction=0.2, jobs=1)  # fmt: skip
+    assert isinstance(ours, Comparison)
+    frame = ours.table
+    assert list(frame[["method", "seed"]].itertuples(index=False, name=None)) == [
+        ("svi", 0), ("svi", 1), ("map", 0), ("map", 1),
+    ]  # fmt: skip
+    assert (frame["status"] == "ok").all()
+    assert frame["test_ll"].notna().all() and (frame["fit_s"] > 0).all()
+    assert "ref_w2" not in frame  # no reference: no fidelity columns
+    text = str(ours.summary)
+    assert "No reference posterior: ranked on held-out test log-likelihood and cost" in text
+    assert ours.summary.closest is None
+    fit = ours.results["data-split0-map-numpyro-seed1"]
+    assert isinstance(fit, FitResult) and fit.method == "map" and fit.seed == 1
+    assert set(ours.results) == set(frame.index.map(lambda i: _cell_id(frame.loc[i])))
+    report = ours.report(tmp_path / "report")
+    assert report.name == "index.html" and "Summary" in report.read_text()
+    assert "<strong>data: Trust" in ours._repr_html_()
+
+    # The command line: the same file, the same settings, another folder.
+    status = main([
+        "compare", str(csv), "--target", "target", "--hidden", "4", "--methods", "map,svi",
+        "--seeds", "2", "--reference", "no", "--test-fraction", "0.2", "--jobs", "1",
+        "--option", "map.num_steps=60", "--option", "svi.num_steps=60",
+        "--option", "svi.num_draws=20", "--out", str(tmp_path / "cli"),
+    ])  # fmt: skip
+    assert status == 0
+    theirs = Comparison(tmp_path / "cli")
+    assert theirs.dataset == "trial"
+    numbers = ["test_ll", "rmse", "crps", "coverage_90"]
+    pd.testing.assert_frame_equal(theirs.table[numbers], frame[numbers])
+    assert (tmp_path / "cli" / "index.html").is_file()
+    assert (tmp_path / "cli" / "data" / "trial.json").is_file()
+
+    # Run again: everything is stored, nothing is fitted.
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "python").glob("cells/*/record.json")}
+    again = compare(model, methods=["map", "svi"], seeds=[0, 1], reference=False, options=FAST,
+                    results_dir=tmp_path / "python", test_fraction=0.2, jobs=1)  # fmt: skip
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+    pd.testing.assert_frame_equal(again.table, frame)
+
+
+def _cell_id(row: pd.Series) -> str:
+    return f"data-split{row['split']}-{row['method']}-{row['backend']}-seed{row['seed']}"
+
+
+def test_the_command_line_names_bad_data_and_writes_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    csv = tmp_path / "bad.csv"
+    csv.write_text("a,b,y\n1,2,3.5\n1,oops,4.5\n2,3,5.5\n")
+    with caplog.at_level(logging.ERROR):
+        status = main(["compare", str(csv), "--target", "y", "--out", str(tmp_path / "out")])
+    assert status == 2
+    assert "bad.csv: column 'b', row 2: not a number: 'oops'" in caplog.text
+    assert not (tmp_path / "out").exists()
