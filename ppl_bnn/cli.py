@@ -248,8 +248,10 @@ def _compare(args: argparse.Namespace) -> int:
                     **network)  # fmt: skip
     else:
         model = BNN(table.x, table.y, noise=args.noise, **network)
+    # The file's name labels the data, unless it is not a plain name or names a catalogue set.
     stem = Path(args.data).stem
     name = stem if stem.replace("-", "").replace("_", "").isalnum() else DEFAULT_NAME
+    name = f"{name}-file" if name in dataset_names() else name
     comparison = compare(
         model,
         test=test,
@@ -264,7 +266,7 @@ def _compare(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         results_dir=args.out,
         timeout_s=args.timeout,
-        name=name if name not in dataset_names() else DEFAULT_NAME,
+        name=name,
         reference_dir=args.reference_dir,
     )
     index = comparison.report()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,7 +222,7 @@ def plan_comparison(
     reference_table, no_reference = _reference_table(reference, spec, n_train)
     method_tables, exclude = _method_tables(method_list, backend_list[0], tune, options)
     split_text = "given" if test is not None else f"{fraction}x{splits}"
-    key = content_key(spec.to_dict(), arrays, test_arrays, split_text)
+    key = content_key(name, spec.to_dict(), arrays, test_arrays, split_text)
     root = Path(results_dir) if results_dir is not None else DEFAULT_ROOT / f"compare-{key[:12]}"
     # Named by content: a rerun finds the file it wrote (np.savez's bytes vary with the time).
     data_file = (root / "data" / f"{name}-{key[:12]}.npz").resolve()
@@ -258,12 +259,22 @@ def plan_comparison(
 
 def write_data(plan: _Plan) -> Suite:
     """Write the plan's data files (unless a run before wrote them) and read the suite on
-    them."""
-    for path, arrays in plan.files.items():
-        if not path.is_file():
+    them. Where the suite is refused (a method's option, say), what this call wrote goes: the
+    results folder, if it made it, else the files."""
+    new_folder = not plan.results_dir.exists()
+    new_files = [path for path in plan.files if not path.exists()]
+    try:
+        for path in new_files:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, lambda tmp, arrays=arrays: _savez(tmp, arrays))
-    return parse_suite(plan.table, where="compare")
+            write_atomic(path, lambda tmp, arrays=plan.files[path]: _savez(tmp, arrays))
+        return parse_suite(plan.table, where="compare")
+    except BaseException:
+        if new_folder:
+            shutil.rmtree(plan.results_dir, ignore_errors=True)
+        else:
+            for path in new_files:
+                path.unlink(missing_ok=True)
+        raise
 
 
 def _savez(path: str, arrays: Mapping[str, np.ndarray]) -> None:
@@ -324,8 +335,9 @@ def compare(
             test set), unless ``options`` sets that option; ``False``: as given.
         options: Method -> options passed to ``fit`` (e.g. ``{"svi": {"num_steps": 5000}}``).
         jobs: Cells at once (default: the number of cores).
-        results_dir: Default ``reports/compare-<key>``, the key a hash of the model's spec, the
-            data and the split (logged).
+        results_dir: Default ``reports/compare-<key>``, the key a hash of the label, the
+            model's spec, the data and the split (logged). Cells of other methods or settings
+            stored there before are listed by the report as outside the comparison, not used.
         timeout_s: Each cell's wall-clock limit.
         name: The dataset's label in the report.
         reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).

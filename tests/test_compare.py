@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.datasets import load_diabetes
 
 from ppl_bnn import BNN, Comparison, compare, layers, priors
 from ppl_bnn.bench.cell import model_arguments
@@ -49,6 +50,8 @@ def _model(hidden: tuple[int, ...] = (4,)) -> BNN:
         ({"tune": "grid"}, ValueError, 'tune must be "auto" or False'),
         ({"options": {"nuts": {}}}, ValueError, r"options given for \['nuts'\]"),
         ({"timeout_s": 0}, ValueError, "timeout_s must be a positive number"),
+        ({"options": {"map": {"num_step": 5}}}, ValueError, "num_step"),
+        ({"name": "sine"}, ValueError, "'sine' is a catalogue data set"),
         ({"test": (np.zeros((5, 3)), np.zeros(5))}, ValueError, "x_test has 3 features"),
         ({"test": (np.zeros((5, 2)), np.full(5, np.nan))}, ValueError, "5 non-finite"),
         ({"test": np.zeros((5, 2))}, ValueError, r"test must be a pair \(x_test, y_test\)"),
@@ -127,15 +130,17 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
 
 
 def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> None:
-    x, y = _data()
-    csv = tmp_path / "trial.csv"
-    pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "target": y}).to_csv(csv, index=False)
+    """On the README's example data: scikit-learn's diabetes table, written as the README's
+    command writes it."""
+    csv = tmp_path / "diabetes.csv"
+    load_diabetes(as_frame=True).frame.to_csv(csv, index=False)
 
     table = pd.read_csv(csv)
-    model = BNN(table[["a", "b"]].to_numpy(), table["target"].to_numpy(), hidden=(4,),
-                noise="learned")  # fmt: skip
+    x, y = table.drop(columns="target").to_numpy(), table["target"].to_numpy()
+    model = BNN(x, y, hidden=(4,), noise="learned")
     ours = compare(model, methods=["map", "svi"], seeds=[0, 1], reference=False, options=FAST,
-                   results_dir=tmp_path / "python", test_fraction=0.2, jobs=1)  # fmt: skip
+                   results_dir=tmp_path / "python", test_fraction=0.2, jobs=1,
+                   name="diabetes-file")  # fmt: skip
     assert isinstance(ours, Comparison)
     frame = ours.table
     assert list(frame[["method", "seed"]].itertuples(index=False, name=None)) == [
@@ -147,12 +152,12 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     text = str(ours.summary)
     assert "No reference posterior: ranked on held-out test log-likelihood and cost" in text
     assert ours.summary.closest is None
-    fit = ours.results["data-split0-map-numpyro-seed1"]
+    fit = ours.results["diabetes-file-split0-map-numpyro-seed1"]
     assert isinstance(fit, FitResult) and fit.method == "map" and fit.seed == 1
-    assert set(ours.results) == set(frame.index.map(lambda i: _cell_id(frame.loc[i])))
+    assert len(ours.results) == 4
     report = ours.report(tmp_path / "report")
     assert report.name == "index.html" and "Summary" in report.read_text()
-    assert "<strong>data: Trust" in ours._repr_html_()
+    assert "<strong>diabetes-file: Trust" in ours._repr_html_()
 
     # The command line: the same file, the same settings, another folder.
     status = main([
@@ -163,22 +168,19 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     ])  # fmt: skip
     assert status == 0
     theirs = Comparison(tmp_path / "cli")
-    assert theirs.dataset == "trial"
+    assert theirs.dataset == "diabetes-file"  # diabetes names a catalogue set
     numbers = ["test_ll", "rmse", "crps", "coverage_90"]
     pd.testing.assert_frame_equal(theirs.table[numbers], frame[numbers])
     assert (tmp_path / "cli" / "index.html").is_file()
-    assert (tmp_path / "cli" / "data" / "trial.json").is_file()
+    assert (tmp_path / "cli" / "data" / "diabetes-file.json").is_file()
 
     # Run again: everything is stored, nothing is fitted.
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "python").glob("cells/*/record.json")}
     again = compare(model, methods=["map", "svi"], seeds=[0, 1], reference=False, options=FAST,
-                    results_dir=tmp_path / "python", test_fraction=0.2, jobs=1)  # fmt: skip
+                    results_dir=tmp_path / "python", test_fraction=0.2, jobs=1,
+                    name="diabetes-file")  # fmt: skip
     assert {p: p.stat().st_mtime_ns for p in before} == before
     pd.testing.assert_frame_equal(again.table, frame)
-
-
-def _cell_id(row: pd.Series) -> str:
-    return f"data-split{row['split']}-{row['method']}-{row['backend']}-seed{row['seed']}"
 
 
 def test_the_command_line_names_bad_data_and_writes_nothing(
