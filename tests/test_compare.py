@@ -18,6 +18,8 @@ from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, model_table, plan_comparison
 from ppl_bnn.data.dataset import Dataset
 from ppl_bnn.results import FitResult
 
+pytestmark = pytest.mark.runtime(45)  # seconds on 2 cores: started first (tests/conftest.py)
+
 #: Short fits: the point is the plumbing, not the posterior.
 FAST = {"map": {"num_steps": 60}, "svi": {"num_steps": 60, "num_draws": 20}}
 
