@@ -243,7 +243,7 @@ def plan_comparison(
     if no_reference is not None:
         dataset["no_reference"] = no_reference
     table: dict[str, Any] = {
-        "name": root.name,
+        "name": root.resolve().name,
         "description": f"compare() on {name}: {len(arrays['y'])} points",
         "seeds": _seeds(seeds),
         "backends": backend_list,

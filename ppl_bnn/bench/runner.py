@@ -566,7 +566,7 @@ def run_suite(
         cells_dir.mkdir(parents=True, exist_ok=True)
         for directory in (cells_dir, results / REFERENCES_DIR):
             clean_staging(directory)
-        for entry in suite.datasets:
+        for entry in suite.datasets if suite.kind == "fit" else ():
             if entry.data_file is not None:  # the rows of each split, beside the results
                 write_split_rows(results, entry.data_file)
         cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)

@@ -14,6 +14,7 @@ from scipy.stats import norm
 from sklearn.datasets import load_diabetes, load_digits
 
 from ppl_bnn import BNN, fit
+from ppl_bnn.methods.shared import use_store
 
 # Seconds on 2 cores: its tests start first, spread over the workers (tests/conftest.py).
 pytestmark = pytest.mark.runtime(500)
@@ -50,6 +51,14 @@ def _classification() -> tuple[BNN, tuple[np.ndarray, np.ndarray], float]:
 
 
 PROBLEMS = {"regression": _regression, "digits": _classification}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_fits(tmp_path_factory: pytest.TempPathFactory):
+    """MAP's runs shared as the benchmark shares them: laplace and swag start from the mode of
+    map's own default fit, read back instead of fitted again."""
+    with use_store(tmp_path_factory.mktemp("fits")):
+        yield
 
 
 @pytest.mark.parametrize("backend", ["numpyro", "pyro"])
