@@ -195,3 +195,50 @@ def test_the_command_line_names_bad_data_and_writes_nothing(
     assert status == 2
     assert "bad.csv: column 'b', row 2: not a number: 'oops'" in caplog.text
     assert not (tmp_path / "out").exists()
+
+
+class _Recorded:
+    """What ``ppl-bnn compare`` passed to ``compare``, and a stand-in for its result."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[BNN, dict]] = []
+
+    def __call__(self, model: BNN, **kwargs: object) -> _Recorded:
+        self.calls.append((model, kwargs))
+        return self
+
+    def report(self) -> Path:
+        return Path("index.html")
+
+    summary = "verdict"
+    table = pd.DataFrame({"status": ["ok"]})
+
+
+def test_the_command_line_reads_a_test_file_with_the_training_files_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorded = _Recorded()
+    monkeypatch.setattr("ppl_bnn.cli.compare", recorded)
+    train, test = tmp_path / "sine.csv", tmp_path / "held.tsv"
+    train.write_text("a,b,kind\n0.1,1,red\n0.2,2,blue\n0.3,3,green\n0.4,4,red\n")
+    test.write_text("a\tb\tkind\n0.5\t5\tgreen\n0.6\t6\tred\n")
+    args = [
+        "compare", str(train), "--target", "kind", "--test", str(test), "--hidden", "8,8",
+        "--methods", "svi,map", "--backends", "pyro,numpyro", "--option", "svi.num_steps=9",
+    ]  # fmt: skip
+    assert main(args) == 0
+    ((model, kwargs),) = recorded.calls
+    # Classes in sorted order of the training file's labels, the test file mapped by them.
+    assert model.spec.likelihood == "categorical" and model.spec.num_classes == 3
+    assert model.y.tolist() == [2, 0, 1, 2]
+    assert kwargs["test"][1].tolist() == [1, 2]
+    assert model.spec.hidden == (8, 8)
+    assert kwargs["methods"] == ["svi", "map"] and kwargs["backends"] == ["pyro", "numpyro"]
+    assert kwargs["options"] == {"svi": {"num_steps": 9}}
+    assert kwargs["name"] == "sine-file"  # the file's name, unless it names a catalogue set
+    # A label the training file has not: named with its file and row, nothing run.
+    test.write_text("a\tb\tkind\n0.5\t5\tgreen\n0.6\t6\tpurple\n")
+    with caplog.at_level(logging.ERROR):
+        assert main(args) == 2
+    assert "held.tsv" in caplog.text and "row 2" in caplog.text and "'purple'" in caplog.text
+    assert len(recorded.calls) == 1

@@ -8,7 +8,8 @@ worker opens ``<results>/fits/`` for each cell), the runner of a method marked `
 the store is read from it, any other is run and written to it.
 
 The key is the SHA-256 of everything that determines the run: the method, the backend, the
-model spec, the bytes of the training data, the method's options, the seed, the library
+model spec, the bytes of the training data, the method's options, the seed, the program's
+variant (MC dropout's masks), the library
 versions, the fitting code (:func:`fitting_code_key`: a run of an edited method is not read
 back for the new one) and :data:`FORMAT`. A run read from the store keeps the timings of the
 run that produced it, and the fit that read it adds that run's wall time to its own
@@ -87,11 +88,13 @@ def fitting_code_key() -> str:
 
 
 def run_key(method: str, target: Any, options: Any, seed: int) -> str:
-    """The store's key of ``method``'s run on ``target`` with ``options`` and ``seed``."""
+    """The store's key of ``method``'s run on ``target`` with ``options`` and ``seed``; the
+    target's ``variant`` (``mcdropout``'s training-time dropout) is part of it, so that a run of
+    the model with masks is never read for one without, nor for other masks."""
     model = target.model
     return content_key(
         FORMAT, method, target.backend, model.spec, model.x, model.y, options, seed,
-        library_versions(), fitting_code_key(),
+        target.variant, library_versions(), fitting_code_key(),
     )  # fmt: skip
 
 

@@ -58,6 +58,28 @@ def test_runs_are_shared_only_with_the_same_seed_options_and_data(
     assert len(list(store.iterdir())) == 4
 
 
+@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+def test_mc_dropouts_runs_are_its_own_for_each_rate_and_never_maps(
+    tmp_path: Path, model: BNN, backend: str
+) -> None:
+    """MC dropout trains map's driver on the model with masks, with map's options: the masks
+    are part of the key, so it reads neither map's run nor another rate's."""
+    store = tmp_path / "fits"
+    options = {**MAP_OPTIONS, "num_draws": 4}
+    with shared.use_store(store):
+        plain = fit(model, "map", backend=backend, seed=0, **MAP_OPTIONS)
+        low = fit(model, "mcdropout", backend=backend, seed=0, dropout_rate=0.1, **options)
+        high = fit(model, "mcdropout", backend=backend, seed=0, dropout_rate=0.3, **options)
+        again = fit(model, "mcdropout", backend=backend, seed=0, dropout_rate=0.3, **options)
+    for result in (low, high):
+        assert "shared_fits" not in result.info
+    assert len(again.info["shared_fits"]) == 1
+    assert len(list(store.iterdir())) == 3
+    # The trained weights differ: each masked run trained under its own masks.
+    for a, b in ((plain, low), (low, high)):
+        assert not np.array_equal(a.draws["w0"][0, 0], b.draws["w0"][0, 0])
+
+
 def test_a_run_of_other_fitting_code_is_not_read(
     tmp_path: Path, model: BNN, monkeypatch: pytest.MonkeyPatch
 ) -> None:
