@@ -23,7 +23,7 @@ from compare_overhead import overhead  # benchmarks/, the script's own folder
 from sklearn.datasets import load_wine
 
 from ppl_bnn import BNN, Comparison, compare
-from ppl_bnn.data.files import read_table
+from ppl_bnn.data import read_table
 
 HIDDEN = 20
 #: The three cultivars as string labels (the file's class column is text, as users' often is).

@@ -26,8 +26,7 @@ from ppl_bnn.bench.runner import SweepSummary, current_configs, run_references
 from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.compare import DEFAULT_METHODS, DEFAULT_NAME, compare
-from ppl_bnn.data import dataset_names, fetch, resolve_data_dir
-from ppl_bnn.data.files import read_table
+from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import recommendation_lines, render_report, report_is_current
