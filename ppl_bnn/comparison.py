@@ -29,6 +29,7 @@ from ppl_bnn.report.load import (
 )
 from ppl_bnn.report.recommend import COST, Grade, Recommendation, with_cost
 from ppl_bnn.report.summary import Point, pareto_front, points
+from ppl_bnn.report.tables import NOT_RANKED
 from ppl_bnn.results import META_FILE, FitResult
 
 #: The table's columns, in order, where the cells have them: who, what became of it, quality,
@@ -90,9 +91,8 @@ class Verdict:
             for e in bad
         )
         return (
-            f"Not ranked: reference not converged ({detail}); ranked on held-out test "
-            "log-likelihood instead. Try more warmup, a longer tree (max_tree_depth) or a "
-            "smaller network."
+            f"{NOT_RANKED.capitalize()} ({detail}); ranked on held-out test log-likelihood "
+            "instead. Try more warmup, a longer tree (max_tree_depth) or a smaller network."
         )
 
     def front_line(self) -> str:

@@ -15,7 +15,11 @@ from ppl_bnn import BNN, Comparison, compare, layers, priors
 from ppl_bnn.bench.cell import model_arguments
 from ppl_bnn.cli import main
 from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, model_table, plan_comparison
+from ppl_bnn.comparison import Verdict
 from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.reference import PREDICTIONS_FILE
+from ppl_bnn.report.load import ReferenceEntry
+from ppl_bnn.report.recommend import Basis, Grade, Recommendation, Standing
 from ppl_bnn.results import FitResult
 
 pytestmark = pytest.mark.runtime(45)  # seconds on 2 cores: started first (tests/conftest.py)
@@ -242,3 +246,32 @@ def test_the_command_line_reads_a_test_file_with_the_training_files_classes(
         assert main(args) == 2
     assert "held.tsv" in caplog.text and "row 2" in caplog.text and "'purple'" in caplog.text
     assert len(recorded.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("converged", "closest", "line"),
+    [
+        (True, "nuts/numpyro", "Reference posterior: converged on 1 of 1 split(s)."),
+        (False, None, "Not ranked: reference not converged (split 0: R-hat 1.08, ESS 31)"),
+    ],
+)
+def test_the_verdict_names_the_closest_only_against_a_converged_reference(
+    tmp_path: Path, converged: bool, closest: str | None, line: str
+) -> None:
+    (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
+    entry = ReferenceEntry(
+        dataset="d", split=0, status="ok", converged=converged, note=None,
+        gate={"rhat_max": 1.01, "ess_bulk_min": 400},
+        diagnostics={"rhat_max": 1.08, "ess_bulk_min": 31}, settings={}, wall_s=1.0,
+        folder=tmp_path,
+    )  # fmt: skip
+    basis = Basis("ref_w2", "W2 to ref.", True, "fidelity") if converged else None
+    top = Standing(("nuts", "numpyro"), Grade.TRUST, value=0.1, se=0.01, cost=2.0)
+    map_avoid = Standing(("map", "numpyro"), Grade.AVOID, reason="diverged", detail="1 of 3 cells")
+    verdict = Verdict("d", Recommendation("d", basis, (top, map_avoid)), (entry,), converged, ())
+    assert verdict.closest == closest
+    text = str(verdict)
+    assert line in text
+    assert "Unusable or to avoid: map/numpyro (diverged in 1 of 3 cells)." in text
+    if not converged:
+        assert "Try more warmup, a longer tree (max_tree_depth) or a smaller network." in text
