@@ -32,13 +32,10 @@ from ppl_bnn.report.summary import Point, pareto_front, points
 from ppl_bnn.report.tables import NOT_RANKED
 from ppl_bnn.results import META_FILE, FitResult
 
-#: The table's columns, in order, where the cells have them: who, what became of it, quality,
-#: fidelity to the reference, cost.
-ID_COLUMNS = ("method", "backend", "split", "seed", "status")
+#: The table's quality columns, in order, where the cells have them.
 QUALITY_COLUMNS = (
     "test_ll", "rmse", "crps", "coverage_90", "accuracy", "nll", "brier", "ece",
 )  # fmt: skip
-COST_COLUMNS = ("fit_s", "compile_s", "tuning_s", "cost_s")
 
 
 @dataclass(frozen=True)
@@ -171,16 +168,18 @@ class Comparison:
 
     @cached_property
     def table(self) -> pd.DataFrame:
-        """One row per cell: ``method`` (a tuned contestant as ``map (tuned)``), ``backend``,
-        ``split``, ``seed``, ``status``, then the quality metrics (test log-likelihood per point
-        in original units; RMSE, CRPS and 90% coverage, or accuracy, NLL, Brier and ECE), the
-        distances to the reference posterior (NaN where there is none), ``reference_converged``,
-        and the cost in seconds: ``fit_s`` (inside ``fit``), ``compile_s`` (of it, compiling),
-        ``tuning_s`` (a tuned contestant's grid) and ``cost_s`` (fit and tuning without
-        compilation: what the Summary ranks cost on)."""
+        """One row per cell: ``cell_id`` (its key in :attr:`results`), ``method`` (a tuned
+        contestant as ``map (tuned)``), ``backend``, ``split``, ``seed``, ``status``, then the
+        quality metrics (test log-likelihood per point in original units; RMSE, CRPS and 90%
+        coverage, or accuracy, NLL, Brier and ECE), the distances to the reference posterior
+        (NaN where there is none), ``reference_converged``, and the cost in seconds: ``fit_s``
+        (inside ``fit``), ``compile_s`` (of it, compiling), ``tuning_s`` (a tuned contestant's
+        grid) and ``cost_s`` (fit and tuning without compilation: what the Summary ranks cost
+        on)."""
         cells = with_cost(self._results.cells)
         out = pd.DataFrame(
             {
+                "cell_id": cells["cell_id"],
                 "method": cells["method"],
                 "backend": cells["backend"],
                 "split": cells["split"].astype(int),

@@ -133,6 +133,23 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
     assert "pass reference=True" in wide.table["datasets"][0]["no_reference"]
     forced = plan_comparison(_model(hidden=(AUTO_REFERENCE_WEIGHTS,)), reference=True)
     assert forced.table["reference"] == {}
+    settings = plan_comparison(_model(), reference={"num_chains": 2, "num_warmup": 300})
+    assert settings.table["reference"] == {"num_chains": 2, "num_warmup": 300}
+    assert "reference" not in plan_comparison(_model(), reference=False).table
+
+
+def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> None:
+    x, y = _data(20, seed=1)
+    plan = plan_comparison(_model(), test=(x, y), results_dir=tmp_path / "r", name="mine")
+    (dataset,) = plan.table["datasets"]
+    train, test = plan.files
+    assert dataset["path"] == str(train) and dataset["test_path"] == str(test)
+    assert "test_fraction" not in dataset and "splits" not in dataset
+    np.testing.assert_array_equal(plan.files[test]["y"], y.astype(np.float32))
+    assert train.name.startswith("mine-") and test.name.endswith("-test.npz")
+    # Another test set is another comparison: another folder's key.
+    other = plan_comparison(_model(), test=(x, y + 1.0), name="mine")
+    assert other.results_dir != plan_comparison(_model(), test=(x, y), name="mine").results_dir
 
 
 def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> None:
@@ -160,7 +177,7 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     assert ours.summary.closest is None
     fit = ours.results["diabetes-file-split0-map-numpyro-seed1"]
     assert isinstance(fit, FitResult) and fit.method == "map" and fit.seed == 1
-    assert len(ours.results) == 4
+    assert set(ours.results) == set(frame["cell_id"])
     report = ours.report(tmp_path / "report")
     assert report.name == "index.html" and "Summary" in report.read_text()
     assert "<strong>diabetes-file: Trust" in ours._repr_html_()
