@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends import BACKENDS
 from ppl_bnn.bench.data_files import DEFAULT_TEST_FRACTION
 from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.bench.suite import Suite, parse_suite
 from ppl_bnn.comparison import Comparison
+from ppl_bnn.engine.registry import BACKENDS
 from ppl_bnn.files import write_atomic
 from ppl_bnn.keys import content_key
 from ppl_bnn.methods import available, get_method

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
-from ppl_bnn.backends.numpyro.compile_cache import FitCompilations
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.methods import METHODS, get_method, make_options, shared
 from ppl_bnn.methods.base import MIN_POINTS_PER_WEIGHT
 from ppl_bnn.methods.curves import validate_validation
@@ -134,8 +134,8 @@ def fit(
         )  # fmt: skip
     logger.info("fitting %s on %s (seed %d)", method, backend, seed)
     start = now()
-    # NumPyro: JAX's persistent compilation cache on before anything compiles; count its hits.
-    compilations = FitCompilations() if backend == "numpyro" else None
+    # Before anything compiles (NumPyro: JAX's persistent cache on, its hits counted).
+    compilations = get_backend(backend).fit_compilations()
     target = Target.build(backend, model, held_out)
     with shared.collect() as reused:  # runs read from the shared-fit store, if one is open
         out = entry.runner(backend)(method, target, opts, seed)

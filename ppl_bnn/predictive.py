@@ -21,7 +21,7 @@ in place of :math:`f(x, \theta_s)` for every draw, then as above (Immer, Korzepa
 "Improving predictions of Bayesian neural nets via local linearization", AISTATS; Foong et al.
 2019). Only the network's weights are linearised: a learned noise precision keeps its value per
 draw. Each draw costs one Jacobian-vector product (forward mode, no Jacobian formed), in the
-backend's ``linearised`` module (:class:`~ppl_bnn.backends.base.Linearised`). A network that
+backend's ``linearised`` module (:class:`~ppl_bnn.engine.contracts.Linearised`). A network that
 is linear in its weights (no hidden layer) gives the ordinary predictive.
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
-from ppl_bnn.backends import get_backend, get_module
+from ppl_bnn.engine.registry import get_backend, get_module
 from ppl_bnn.model.program import noise_std
 from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
 from ppl_bnn.model.validate import validate_targets

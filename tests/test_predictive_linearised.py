@@ -235,7 +235,7 @@ def test_fit_refuses_a_runner_mode_missing_a_site(tanh_model, monkeypatch):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_few_draws_at_a_time_give_the_same_outputs(tanh_model, backend, monkeypatch):
-    import ppl_bnn.backends.base as backends_base
+    import ppl_bnn.engine.contracts as backends_base
 
     spec, x = tanh_model.spec, tanh_model.x.astype(np.float32)
     rng = np.random.default_rng(8)

@@ -120,7 +120,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.backends import BACKENDS
 from ppl_bnn.bench.cell import Cell, contestant_label, merge_model, weight_prior
 from ppl_bnn.bench.data_files import FILE_KEYS, DataFile, parse_data_file
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
@@ -148,6 +147,7 @@ from ppl_bnn.bench.tuning import (
 )
 from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
+from ppl_bnn.engine.registry import BACKENDS
 from ppl_bnn.methods import available, get_method
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.reference import ReferenceSettings

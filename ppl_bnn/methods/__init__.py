@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ppl_bnn.backends import check_backend
+from ppl_bnn.engine.registry import check_backend
 from ppl_bnn.methods import (
     csghmc,
     csgld,

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends import BACKENDS, get_driver, has_driver
+from ppl_bnn.engine.registry import BACKENDS, get_driver, has_driver
 from ppl_bnn.methods import shared
 
 

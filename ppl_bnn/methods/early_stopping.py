@@ -25,8 +25,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ppl_bnn.backends import get_backend
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.methods.curves import MAX_HELD_OUT
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.seeding import numpy_generator

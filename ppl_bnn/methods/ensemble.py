@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import DivergedError, Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_positive_int

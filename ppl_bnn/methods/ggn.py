@@ -59,7 +59,7 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from ppl_bnn.backends import check_backend
+from ppl_bnn.engine.registry import check_backend
 from ppl_bnn.model.flat import FlatLayout, network_sites, sites_layout
 from ppl_bnn.model.spec import BNNSpec
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import DivergedError, backend_option
 from ppl_bnn.methods.checks import (
     check_bool,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, check_init_loc

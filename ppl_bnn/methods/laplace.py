@@ -51,8 +51,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ppl_bnn.backends import get_driver
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import get_driver
 from ppl_bnn.methods import ggn, map_estimate
 from ppl_bnn.methods.base import Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_bool, check_positive_float

@@ -41,8 +41,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ppl_bnn.backends import get_backend
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_bool, check_positive_float, check_positive_int

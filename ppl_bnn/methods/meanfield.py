@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.initialisation import Start, add_start, initial_values
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, finish

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods import swag
 from ppl_bnn.methods.base import Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_positive_int

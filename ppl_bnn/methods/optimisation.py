@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import DivergedError, RunOutput, backend_option
 from ppl_bnn.methods.checks import (
     check_batch_size,

@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput, backend_option
 from ppl_bnn.methods.checks import (
     check_batch_size,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ppl_bnn.backends import get_driver
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import get_driver
 from ppl_bnn.methods.base import Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_positive_int
 from ppl_bnn.methods.optimisation import GaussianGuideOptions

@@ -48,8 +48,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppl_bnn.backends import get_driver
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import get_driver
 from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import DivergedError, Family, Method, RunOutput
 from ppl_bnn.methods.checks import check_batch_size, check_positive_float, check_positive_int

@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from ppl_bnn.backends import get_backend
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.model.layers import Layer
 from ppl_bnn.model.priors import Prior
 from ppl_bnn.model.spec import DEFAULT_PRIOR, BNNSpec

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from ppl_bnn import BNN
-from ppl_bnn.backends import get_backend
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.layers import AvgPool2d, Conv2d, Dense, Flatten, MaxPool2d
 from ppl_bnn.model.program import forward
 
@@ -215,7 +215,7 @@ def test_forward_over_draws_agrees_across_backends():
 
 def test_draws_per_batch_counts_the_feature_maps():
     """16 'same' feature maps of 8x8 images are 1,024 floats per example, not the input's 64."""
-    from ppl_bnn.backends.base import _BATCH_FLOATS, draws_per_batch
+    from ppl_bnn.engine.contracts import _BATCH_FLOATS, draws_per_batch
     from ppl_bnn.model.spec import BNNSpec
 
     spec = BNNSpec(

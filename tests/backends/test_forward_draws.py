@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ppl_bnn.backends.base as backends_base
+import ppl_bnn.engine.contracts as backends_base
 from ppl_bnn import BNN
-from ppl_bnn.backends import get_backend
-from ppl_bnn.backends.base import draws_per_batch
+from ppl_bnn.engine.contracts import draws_per_batch
+from ppl_bnn.engine.registry import get_backend
 
 
 def _reference(params: dict[str, np.ndarray], x: np.ndarray, layers: int) -> np.ndarray:

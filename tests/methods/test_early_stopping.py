@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.early_stopping import held_out_split
 from ppl_bnn.methods.laplace import LaplaceOptions
 from ppl_bnn.methods.map_estimate import EARLY_STOPPING_MIN_POINTS as MIN_POINTS

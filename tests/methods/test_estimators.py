@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.meanfield import closed_form_kl, monte_carlo_kl
 from ppl_bnn.methods.svi import SVIOptions

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit
-from ppl_bnn.backends.base import Target
 from ppl_bnn.data import load_dataset
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.initialisation import (

@@ -14,7 +14,7 @@ import scipy.special
 from scipy.stats import multivariate_normal
 
 from ppl_bnn import BNN, fit, priors
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
 from ppl_bnn.methods import ggn, laplace
 from ppl_bnn.methods.ggn import _Objective

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import fit
-from ppl_bnn.backends import get_backend
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.methods.map_estimate import MAPOptions
 from ppl_bnn.methods.mcdropout import MCDropoutOptions
 from ppl_bnn.methods.optimisation import kept_step

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit, layers, priors
-from ppl_bnn.backends import get_backend
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.methods.mcdropout import MCDropoutOptions, masked_draws
 from ppl_bnn.model.dropout import Dropout, dense_weights
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
-from ppl_bnn.backends.base import Target
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods import get_method
 from ppl_bnn.priors import ScaleMixture
 

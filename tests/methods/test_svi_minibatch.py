@@ -10,8 +10,8 @@ from numpyro.infer.autoguide import AutoNormal
 from numpyro.optim import Adam
 
 from ppl_bnn import BNN, fit
-from ppl_bnn.backends import get_backend
 from ppl_bnn.backends.numpyro import ops as nb
+from ppl_bnn.engine.registry import get_backend
 from tests.closed_form import linear_problem
 
 

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from ppl_bnn import BNN, layers, priors
-from ppl_bnn.backends import BACKENDS
+from ppl_bnn.engine.registry import BACKENDS
 
 
 @pytest.fixture

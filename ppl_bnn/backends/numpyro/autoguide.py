@@ -11,12 +11,12 @@ import numpy as np
 from numpyro.infer import SVI, init_to_value
 from numpyro.optim import Adam
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
 from ppl_bnn.backends.numpyro.guides import guide_class
 from ppl_bnn.backends.numpyro.programs import compiled
 from ppl_bnn.backends.numpyro.steps import hold, run_steps
 from ppl_bnn.backends.numpyro.svi_init import initialise, set_up, traced
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.early_stopping import held_out_split

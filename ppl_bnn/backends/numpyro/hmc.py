@@ -10,8 +10,8 @@ import jax
 import numpy as np
 from numpyro.infer import HMC, MCMC, NUTS, init_to_uniform
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro import ops
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.hamiltonian import MCMCOptions, no_finite_start, tree_depth
 from ppl_bnn.methods.nuts import NUTSOptions

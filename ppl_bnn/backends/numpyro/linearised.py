@@ -12,8 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO, _as_params
+from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.program import forward
 from ppl_bnn.model.spec import BNNSpec
 
@@ -40,7 +40,7 @@ def forward_linearised(
     spec: BNNSpec, mode: Mapping[str, np.ndarray], params: Mapping[str, np.ndarray], x: np.ndarray
 ) -> np.ndarray:
     """Outputs (S, N, out) of the network linearised around ``mode`` (weight sites, one draw's
-    shape) for draws ``params`` (S, ...); see :class:`~ppl_bnn.backends.base.Linearised`."""
+    shape) for draws ``params`` (S, ...); see :class:`~ppl_bnn.engine.contracts.Linearised`."""
     tangents = {
         k: np.asarray(params[k], dtype=np.float32) - np.asarray(v, dtype=np.float32)
         for k, v in mode.items()

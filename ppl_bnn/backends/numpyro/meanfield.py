@@ -12,10 +12,10 @@ import numpy as np
 from numpyro import handlers
 from numpyro.optim import Adam
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro.elbo import scaled_log_likelihood
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
 from ppl_bnn.backends.numpyro.steps import hold, run_steps
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.meanfield import (

@@ -15,9 +15,9 @@ import numpyro.distributions
 import numpyro.handlers
 from numpyro.infer.util import log_density as _numpyro_log_density
 
-from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.numpyro import conv
-from ppl_bnn.backends.numpyro.compile_cache import enable_jax_cache
+from ppl_bnn.backends.numpyro.compile_cache import FitCompilations, enable_jax_cache
+from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.dropout import Dropout
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
@@ -77,6 +77,11 @@ def no_valid_start_as(error: Callable[[], Exception]) -> Iterator[None]:
         if "Cannot find valid initial parameters" not in str(err):
             raise
         raise error() from err
+
+
+def fit_compilations() -> FitCompilations:
+    """JAX's persistent compilation cache on before anything compiles, and its hits counted."""
+    return FitCompilations()
 
 
 def model(spec: BNNSpec, dropout: Dropout | None = None) -> Any:

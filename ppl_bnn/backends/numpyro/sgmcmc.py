@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.backends.numpyro.programs import compiled
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.sgmcmc import (
     SGMCMCOptions,

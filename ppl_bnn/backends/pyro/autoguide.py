@@ -12,10 +12,10 @@ import torch
 from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO
 from pyro.infer.autoguide import init_to_value
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.elbo import LikelihoodTraceELBO
 from ppl_bnn.backends.pyro.guides import guide_class
 from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import HessianError, RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.early_stopping import held_out_split

@@ -12,9 +12,9 @@ from pyro.infer import HMC, MCMC, NUTS
 from pyro.infer.mcmc.util import initialize_model
 from pyro.ops.integrator import potential_grad
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.potential import FlatPotential
 from ppl_bnn.backends.pyro.rng import seeded_torch
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.hamiltonian import MCMCOptions, no_finite_start, tree_depth
 from ppl_bnn.methods.nuts import NUTSOptions

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch.func import jvp, vmap
 
-from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.pyro.ops import PPL_PYRO, _as_params
+from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.program import forward
 from ppl_bnn.model.spec import BNNSpec
 
@@ -22,7 +22,7 @@ def forward_linearised(
     spec: BNNSpec, mode: Mapping[str, np.ndarray], params: Mapping[str, np.ndarray], x: np.ndarray
 ) -> np.ndarray:
     """Outputs (S, N, out) of the network linearised around ``mode`` (weight sites, one draw's
-    shape) for draws ``params`` (S, ...); see :class:`~ppl_bnn.backends.base.Linearised`."""
+    shape) for draws ``params`` (S, ...); see :class:`~ppl_bnn.engine.contracts.Linearised`."""
     x_t = torch.as_tensor(np.asarray(x, dtype=np.float32))
     mode_t = _as_params(mode)
     num = next(iter(params.values())).shape[0]

@@ -12,8 +12,8 @@ import pyro
 import torch
 from pyro import poutine
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.curves import make_curve
 from ppl_bnn.methods.meanfield import (

@@ -12,9 +12,9 @@ import pyro.distributions
 import torch
 from pyro import poutine
 
-from ppl_bnn.backends.base import draws_per_batch
 from ppl_bnn.backends.pyro import conv
 from ppl_bnn.backends.pyro.rng import pyro_scope
+from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.dropout import Dropout
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
@@ -73,6 +73,11 @@ PPL_PYRO = PPL(
     draw=_draw,
     factor=pyro.factor,
 )
+
+
+def fit_compilations() -> None:
+    """Pyro compiles nothing ahead that a cache could keep: no count."""
+    return None
 
 
 def model(spec: BNNSpec, dropout: Dropout | None = None) -> Any:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ppl_bnn.backends.base import Target
 from ppl_bnn.backends.pyro.potential import FlatPotential
+from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.divergence import nonfinite_sites
 from ppl_bnn.methods.sgmcmc import (

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ppl_bnn.backends import get_backend
-from ppl_bnn.model.bnn import BNN
-from ppl_bnn.model.dropout import Dropout
-from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.engine.registry import get_backend
+
+if TYPE_CHECKING:  # types only: the model sits above this layer
+    from ppl_bnn.model.bnn import BNN
+    from ppl_bnn.model.dropout import Dropout
+    from ppl_bnn.model.spec import BNNSpec
 
 
 class Backend(Protocol):
@@ -50,10 +52,23 @@ class Backend(Protocol):
         """Network outputs for every draw: params (S, ...) -> f (S, N, output_dim), computed
         :func:`draws_per_batch` draws at a time."""
 
+    def fit_compilations(self) -> Compilations | None:
+        """Started at the start of a fit, before anything compiles: what the fit compiles or
+        reads from a compilation cache (NumPyro: JAX's persistent cache, enabled here), or None
+        where the backend keeps no such count (Pyro)."""
+
+
+class Compilations(Protocol):
+    """A fit's compilation count, from :meth:`Backend.fit_compilations`."""
+
+    def finish(self) -> dict[str, Any]:
+        """What was compiled and read from the cache since the start, kept as the fit's
+        ``info["jax_cache"]``."""
+
 
 class Linearised(Protocol):
     """What every backend's ``linearised`` module provides (read by
-    ``ppl_bnn.backends.get_module(backend, "linearised")``): the network linearised around a
+    ``ppl_bnn.engine.registry.get_module(backend, "linearised")``): the network linearised around a
     mode, for the GLM predictive of :mod:`ppl_bnn.predictive`."""
 
     def forward_linearised(
