@@ -22,9 +22,10 @@ from collections import Counter
 from pathlib import Path
 
 from ppl_bnn.bench import load_suite, run_suite
-from ppl_bnn.bench.runner import SweepSummary, current_configs, run_references
+from ppl_bnn.bench.runner import SweepSummary, run_references
 from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
+from ppl_bnn.bench.suite_file import current_configs
 from ppl_bnn.compare import DEFAULT_METHODS, DEFAULT_NAME, compare
 from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
 from ppl_bnn.model.bnn import BNN

@@ -40,7 +40,7 @@ from typing import Any
 from ppl_bnn.bench import pool
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.data_files import write_split_rows
-from ppl_bnn.bench.environment import environment, timestamp
+from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.process import run_cell_process, run_cells_process
@@ -49,16 +49,16 @@ from ppl_bnn.bench.record import (
     FAILED,
     PREDICTIONS_FILE,
     RECORD_FILE,
-    SUITE_FILE,
     read_attempts,
     read_record,
     record_problem,
 )
 from ppl_bnn.bench.schema import SELECTION_FLAGS, check_selection
-from ppl_bnn.bench.staging import FILE_MODE, install
+from ppl_bnn.bench.staging import install
 from ppl_bnn.bench.suite import ReferenceJob, Suite
+from ppl_bnn.bench.suite_file import current_configs, previous_runs, write_suite_file
 from ppl_bnn.data import load_dataset
-from ppl_bnn.files import clean_staging, staging_dir, write_atomic
+from ppl_bnn.files import clean_staging, staging_dir
 from ppl_bnn.methods import METHODS
 from ppl_bnn.reference import (
     REFERENCE_FILE,
@@ -459,47 +459,6 @@ def _record(
         on_progress([] if isinstance(item, _PendingReference) else [c.label for c in item])
 
 
-def current_configs(suite: Suite, data_dir: str | None) -> dict[str, str] | None:
-    """The config hash of every cell of the suite as it is now (all splits, every dataset,
-    method and backend, whatever this run selects), by cell id: what the report checks stored
-    records against. None where the whole suite cannot be listed (a set's data is missing)."""
-    try:
-        return {c.cell_id: c.config_hash() for c in suite.cells(data_dir=data_dir)}
-    except (OSError, ValueError) as err:
-        logger.info("%s: suite.json lists only this run's cells: %s", suite.name, err)
-        return None
-
-
-def write_suite_file(
-    suite: Suite,
-    results_dir: Path,
-    cells: list[Cell],
-    *,
-    references: bool = True,
-    configs: dict[str, str] | None = None,
-    **extra: Any,
-) -> None:
-    """``suite.json``: the suite, its reference settings (null when it has none or they were
-    not run), the cells of this run, the config hash of every cell of the suite (``configs``,
-    see :func:`current_configs`; left out when None), the environment it ran in and
-    ``extra``."""
-    reference = suite.reference.as_dict() if references and suite.reference else None
-    data = {
-        "name": suite.name,
-        "kind": suite.kind,
-        "description": suite.description,
-        "reference": reference,
-        "environment": environment(),
-        "cells": [c.to_dict() for c in cells],
-        **({"configs": configs} if configs is not None else {}),
-        **extra,
-    }
-    text = json.dumps(data, indent=2)
-    path = results_dir / SUITE_FILE
-    write_atomic(path, lambda tmp: Path(tmp).write_text(text))
-    path.chmod(FILE_MODE)
-
-
 def run_suite(
     suite: Suite,
     results_dir: str | Path,
@@ -636,15 +595,6 @@ def run_suite(
         _in_job_order(summary, ref_jobs)
         finish(interrupted=False)
         return summary
-
-
-def previous_runs(results: Path) -> list[dict[str, Any]]:
-    """The runs ``suite.json`` lists (none where it is missing, unreadable or lists none)."""
-    try:
-        runs = json.loads((results / SUITE_FILE).read_text()).get("runs", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
 
 
 def _run_entry(summary: SweepSummary, started_at: str, interrupted: bool) -> dict[str, Any]:

@@ -131,24 +131,23 @@ from ppl_bnn.bench.schema import (
     check_list,
     check_model,
     check_name,
-    check_open_unit,
     check_options,
     check_selection,
     check_text,
     check_timeout,
 )
+from ppl_bnn.bench.suite_sections import parse_methods, parse_reference
 from ppl_bnn.bench.sweeps import Sweep, parse_sweep
 from ppl_bnn.bench.tuning import (
     CONTESTANTS,
     Tuning,
     check_tuned_cell,
     dataset_tuning,
-    parse_tuning,
 )
 from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
 from ppl_bnn.engine.registry import BACKENDS
-from ppl_bnn.methods import available, get_method
+from ppl_bnn.methods import get_method
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.reference import ReferenceSettings
 
@@ -182,10 +181,6 @@ IMAGE_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {
 _IMAGE_LAYERS = {"conv2d", "max_pool2d", "avg_pool2d", "flatten"}
 #: Sets whose split count is known without a data directory (checked when the suite is read).
 OFFLINE_SPLITS = (*BUILTIN, *IMAGE_SETS)
-_REFERENCE_KEYS = {
-    "num_chains", "num_warmup", "num_samples", "max_tree_depth", "target_accept", "seed",
-    "timeout_s",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -491,7 +486,7 @@ def parse_suite(
             raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(BACKENDS)}")
     seeds = tuple(check_indices(where, raw, "seeds", (0,)))
     model = check_model(f"{where} [model]", raw.get("model", {}))
-    methods = _parse_methods(where, raw["methods"])
+    methods = parse_methods(where, raw["methods"])
     if not isinstance(raw["datasets"], list):
         raise SuiteError(f"{where}: datasets must be a list of [[datasets]] tables")
     datasets: list[DatasetEntry] = []
@@ -515,7 +510,7 @@ def parse_suite(
         model=model,
         datasets=tuple(datasets),
         methods=methods,
-        reference=_parse_reference(where, raw.get("reference")),
+        reference=parse_reference(where, raw.get("reference")),
     )
     # Every option name and value must be accepted by its method on every backend it is given
     # for: the suite's backends and any other a [methods.<name>.<backend>] table names.
@@ -556,36 +551,6 @@ def _check_learned_prior(where: str, cell: Cell) -> None:
             f"(it samples or approximates a fixed prior); exclude {cell.method!r} for this "
             "dataset or give the prior learned = false"
         )
-
-
-def _parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
-    """The ``[methods.<name>]`` tables: known methods, sub-tables only for backends."""
-    if not isinstance(raw, Mapping):
-        raise SuiteError(f"{where}: methods must be a table of [methods.<name>] tables")
-    known_methods = available()
-    methods: dict[str, dict[str, Any]] = {}
-    for method, table in raw.items():
-        if method not in known_methods:
-            raise SuiteError(
-                f"{where}: unknown method {method!r}; available: {sorted(known_methods)}"
-            )
-        if not isinstance(table, Mapping):
-            raise SuiteError(f"{where} [methods.{method}]: must be a table of options")
-        methods[method] = dict(table)
-        for key, value in table.items():
-            if key == "tune":
-                parse_tuning(f"{where} [methods.{method}.tune]", value, method)
-            elif isinstance(value, dict) and key not in BACKENDS:
-                raise SuiteError(
-                    f"{where} [methods.{method}]: sub-table {key!r} is not a backend "
-                    f"({list(BACKENDS)}) nor tune"
-                )
-            elif isinstance(value, dict) and "tune" in value:
-                raise SuiteError(
-                    f"{where} [methods.{method}.{key}]: tune is set for a method on every "
-                    f"backend ([methods.{method}.tune]), not per backend"
-                )
-    return methods
 
 
 def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = False) -> None:
@@ -706,29 +671,3 @@ def _check_splits(where: str, dataset: str, splits: Iterable[int], n: int) -> No
         raise SuiteError(
             f"{where}: {dataset} splits {bad} out of range: it has {n} splits (0..{n - 1})"
         )
-
-
-def _parse_reference(where: str, table: Any) -> ReferenceSettings | None:
-    """The ``[reference]`` table's NUTS settings (defaults for what it leaves out), or None."""
-    if table is None:
-        return None
-    loc = f"{where} [reference]"
-    if not isinstance(table, Mapping):
-        raise SuiteError(
-            f"{loc}: must be a table of NumPyro NUTS settings ({sorted(_REFERENCE_KEYS)}), "
-            f"got {table!r}"
-        )
-    check_keys(loc, table, _REFERENCE_KEYS)
-    default = ReferenceSettings()
-    settings = ReferenceSettings(
-        num_chains=check_int(loc, table, "num_chains", default.num_chains, minimum=1),
-        num_warmup=check_int(loc, table, "num_warmup", default.num_warmup),
-        # The convergence gate's R-hat needs at least 4 draws per chain.
-        num_samples=check_int(loc, table, "num_samples", default.num_samples, minimum=4),
-        max_tree_depth=check_int(loc, table, "max_tree_depth", default.max_tree_depth, minimum=1),
-        target_accept=check_open_unit(loc, table, "target_accept", default.target_accept),
-        seed=check_int(loc, table, "seed", default.seed),
-        timeout_s=check_timeout(loc, table, default.timeout_s),
-    )
-    check_options(loc, "nuts", "numpyro", settings.nuts_options())
-    return settings

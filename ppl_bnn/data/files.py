@@ -486,6 +486,26 @@ def load_file_split(
             that holds a label outside the training classes, a classification training set with
             a single class, or any problem of :func:`read_table`.
     """
+    return load_file_splits(
+        path, target=target, features=features, task=task, test_fraction=test_fraction,
+        test_path=test_path, splits=[split], seed=seed, name=name, classes=classes,
+    )[0]  # fmt: skip
+
+
+def load_file_splits(
+    path: str | os.PathLike[str],
+    *,
+    target: str | None = None,
+    features: Sequence[str] | None = None,
+    task: str | None = None,
+    test_fraction: float | None = None,
+    test_path: str | os.PathLike[str] | None = None,
+    splits: Sequence[int] = (0,),
+    seed: int = 0,
+    name: str | None = None,
+    classes: Sequence[str] | None = None,
+) -> list[tuple[RawData, dict[str, Any]]]:
+    """:func:`load_file_split` of each of ``splits``, the files read once."""
     path = str(path)
     if (test_fraction is None) == (test_path is None):
         given = "neither" if test_fraction is None else "both"
@@ -494,19 +514,12 @@ def load_file_split(
         if test_fraction is not None:
             test_fraction = _check_fraction(test_fraction)
         _check_index("seed", seed)
-        _check_index("split", split)
+        for split in splits:
+            _check_index("split", split)
     except ValueError as exc:
         raise DataFileError(f"{path}: {exc}") from exc
     table, columns = _read(path, target=target, features=features, task=task, classes=classes)
-    info: dict[str, Any] = {
-        "path": path,
-        "sha256": table.sha256,
-        "target": table.target,
-        "features": list(table.features),
-        "task": table.task,
-        "classes": None if table.classes is None else list(table.classes),
-    }
-    source = f"file {path} (sha256 {table.sha256[:8]}...), target {table.target!r}"
+    test = None
     if test_path is not None:
         test_path = str(test_path)
         test, test_columns = _read(
@@ -523,11 +536,40 @@ def load_file_split(
                 f"{test_path}: its columns differ from those of the training file {path}: "
                 f"extra {extra}, missing {absent}"
             )
+    return [
+        _split(
+            path, table, test, test_fraction=test_fraction, split=int(split), seed=seed, name=name
+        )
+        for split in splits
+    ]
+
+
+def _split(
+    path: str,
+    table: Table,
+    test: Table | None,
+    *,
+    test_fraction: float | None,
+    split: int,
+    seed: int,
+    name: str | None,
+) -> tuple[RawData, dict[str, Any]]:
+    """One split of a read file: the test file's rows, or the split's random test rows."""
+    info: dict[str, Any] = {
+        "path": path,
+        "sha256": table.sha256,
+        "target": table.target,
+        "features": list(table.features),
+        "task": table.task,
+        "classes": None if table.classes is None else list(table.classes),
+    }
+    source = f"file {path} (sha256 {table.sha256[:8]}...), target {table.target!r}"
+    if test is not None:
         x_train, y_train, x_test, y_test = table.x, table.y, test.x, test.y
         train_rows = np.arange(len(table.y))
         test_rows = np.arange(len(test.y))
-        info.update(test_path=test_path, test_sha256=test.sha256)
-        source += f", test file {test_path} (sha256 {test.sha256[:8]}...)"
+        info.update(test_path=test.path, test_sha256=test.sha256)
+        source += f", test file {test.path} (sha256 {test.sha256[:8]}...)"
     else:
         labels = table.y if table.task == "classification" else None
         train_rows, test_rows = split_rows(

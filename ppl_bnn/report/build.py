@@ -17,7 +17,16 @@ import pandas as pd
 
 from ppl_bnn.bench.cell import base_method
 from ppl_bnn.methods import method_names
-from ppl_bnn.report import figures, pruning, refusal, stats, sweeps, tables, tuning
+from ppl_bnn.report import (
+    figures,
+    pruning,
+    published_uci,
+    refusal,
+    stats,
+    sweeps,
+    tables,
+    tuning,
+)
 from ppl_bnn.report.answer import answer_blocks, recommendations, verdict
 from ppl_bnn.report.backends import backend_tables
 from ppl_bnn.report.background import Background
@@ -88,7 +97,7 @@ def build_document(results: SuiteResults, *, loo: bool = True) -> Document:
         published = [
             table
             for column in ("test_ll", "rmse")
-            if (table := b.safe(f"published {column}", tables.published_overview, results, column))
+            if (table := b.safe(f"published {column}", published_uci.overview, results, column))
         ]
         if published:
             summary.children.append(
@@ -312,7 +321,7 @@ def dataset_section(b: _Builder, dataset: str) -> Section:
                 "Failed, timed-out and diverged cells", slug(dataset, "problems"), [table, *details]
             )
         )
-    published = b.safe(f"{dataset} published figures", tables.published_table, results, dataset)
+    published = b.safe(f"{dataset} published figures", published_uci.per_dataset, results, dataset)
     if published is None:
         published = b.safe(
             f"{dataset} published figures", published_classification_table, results, dataset
