@@ -343,8 +343,8 @@ def compare(
         reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).
 
     Returns:
-        The :class:`~ppl_bnn.comparison.Comparison`: ``.table``, ``.summary``,
-        ``.report(path)``, ``.results``.
+        The :class:`~ppl_bnn.comparison.Comparison`, with ``.table``, ``.summary``,
+        ``.report(path)`` and ``.results``.
 
     Raises:
         TypeError, ValueError: a bad argument (checked before anything is written or run).

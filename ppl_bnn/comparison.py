@@ -42,21 +42,18 @@ QUALITY_COLUMNS = (
 class Verdict:
     """The Summary of one dataset as objects: the recommendation, whether its references
     converged (the condition for ranking on fidelity), the front of quality against cost on the
-    recommendation's basis, and the contestants to avoid.
+    recommendation's basis, and the contestants to avoid."""
 
-    Attributes:
-        dataset: The dataset's label.
-        recommendation: Its :class:`~ppl_bnn.report.recommend.Recommendation` (grades, basis).
-        references: Its reference posteriors, one per split that has one.
-        reference_converged: Whether fidelity ranks: every computable reference passed its gate.
-        front: The Pareto front on the basis (cheapest first): no other contestant is both
-            cheaper and better.
-    """
-
+    #: The dataset's label.
     dataset: str
+    #: Its :class:`~ppl_bnn.report.recommend.Recommendation` (grades, basis).
     recommendation: Recommendation
+    #: Its reference posteriors, one per split that has one.
     references: tuple[ReferenceEntry, ...]
+    #: Whether fidelity ranks, i.e. every computable reference passed its gate.
     reference_converged: bool
+    #: The Pareto front on the basis, cheapest first (no other contestant is both cheaper and
+    #: better).
     front: tuple[Point, ...]
 
     @property
@@ -93,6 +90,7 @@ class Verdict:
         )
 
     def front_line(self) -> str:
+        """The Pareto front as one line, each contestant's cost and quality, cheapest first."""
         basis = self.recommendation.basis
         if basis is None or not self.front:
             return "Front: none (no contestant could be ranked)."
@@ -103,6 +101,8 @@ class Verdict:
         return f"Front (cost against {basis.name}, cheapest first): " + "; ".join(parts) + "."
 
     def lines(self) -> list[str]:
+        """The verdict as lines of text, an empty string where a line does not apply;
+        ``str()`` joins the others."""
         closest = self.closest
         return [
             f"{self.dataset}: {self.recommendation.sentence()}",
@@ -142,13 +142,12 @@ class _LazyFits(Mapping[str, FitResult]):
 
 
 class Comparison:
-    """The methods compared on one model and dataset, read from ``results_dir``.
+    """The methods compared on one model and dataset, read from ``results_dir``: one row per
+    cell (:attr:`table`), the verdict (:attr:`summary`) and each cell's
+    :class:`~ppl_bnn.results.FitResult` (:attr:`results`, loaded on access).
 
     Attributes:
         results_dir: The results folder (cells, references, the data's split rows).
-        table: One row per cell (:attr:`table`).
-        summary: The verdict (:attr:`summary`).
-        results: Cell id -> :class:`~ppl_bnn.results.FitResult`, loaded on access.
     """
 
     def __init__(self, results_dir: str | Path) -> None:
@@ -168,14 +167,14 @@ class Comparison:
 
     @cached_property
     def table(self) -> pd.DataFrame:
-        """One row per cell: ``cell_id`` (its key in :attr:`results`), ``method`` (a tuned
-        contestant as ``map (tuned)``), ``backend``, ``split``, ``seed``, ``status``, then the
-        quality metrics (test log-likelihood per point in original units; RMSE, CRPS and 90%
-        coverage, or accuracy, NLL, Brier and ECE), the distances to the reference posterior
-        (NaN where there is none), ``reference_converged``, and the cost in seconds: ``fit_s``
-        (inside ``fit``), ``compile_s`` (of it, compiling), ``tuning_s`` (a tuned contestant's
-        grid) and ``cost_s`` (fit and tuning without compilation: what the Summary ranks cost
-        on)."""
+        """One row per cell, with columns ``cell_id`` (its key in :attr:`results`), ``method``
+        (a tuned contestant as ``map (tuned)``), ``backend``, ``split``, ``seed``, ``status``,
+        then the quality metrics (test log-likelihood per point in original units; RMSE, CRPS
+        and 90% coverage, or accuracy, NLL, Brier and ECE), the distances to the reference
+        posterior (NaN where there is none), ``reference_converged``, and the cost in seconds:
+        ``fit_s`` (inside ``fit``), ``compile_s`` (of it, compiling), ``tuning_s`` (a tuned
+        contestant's grid) and ``cost_s`` (fit and tuning without compilation: what the Summary
+        ranks cost on)."""
         cells = with_cost(self._results.cells)
         out = pd.DataFrame(
             {

@@ -42,6 +42,14 @@ def fit(
 ) -> FitResult:
     """Fit ``model`` by ``method`` on ``backend``.
 
+    ``map``, ``swag``, ``multiswag`` and ``ensemble`` predict from point estimates and what SGD
+    finds near them. By default they stop early on a held-out tenth of the training points
+    (``keep="validation"``, :mod:`ppl_bnn.methods.early_stopping`); where they keep a mode
+    instead, with fewer than 4 training points per weight
+    (:data:`ppl_bnn.methods.base.MIN_POINTS_PER_WEIGHT`), a logged warning says their
+    predictive is likely over-confident. ``mcdropout``'s rate has no default that suits every
+    set: ``fit`` warns where it is not given (``Method.tuned_by_default``).
+
     Args:
         model: A :class:`~ppl_bnn.BNN` (spec plus training data).
         method: ``"svi"``, ``"lowrank"``, ``"fullrank"``, ``"map"``, ``"laplace"``, ``"swag"``,
@@ -49,7 +57,7 @@ def fit(
             ``"sgld"``, ``"sghmc"``, ``"csgld"`` or ``"csghmc"`` (see
             :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
-        seed: An integer from 0 to 2**64 - 1; the same seed gives the same draws on CPU.
+        seed: An integer from 0 to ``2**64 - 1``; the same seed gives the same draws on CPU.
         validation: Held-out ``(x_val, y_val)``, checked as the training data are, for a method
             that records training curves (``svi``): its held-out log-likelihood is recorded at
             each checkpoint (:mod:`ppl_bnn.methods.curves`). It is never used to fit.
@@ -57,14 +65,6 @@ def fit(
             unknown name raises an error listing the valid ones, and an option that only
             another backend reads (Pyro's ``potential``, ``update``, ``jit``) an error naming
             that backend.
-
-    ``map``, ``swag``, ``multiswag`` and ``ensemble`` predict from point estimates and what SGD
-    finds near them. By default they stop early on a held-out tenth of the training points
-    (``keep="validation"``, :mod:`ppl_bnn.methods.early_stopping`); where they keep a mode
-    instead, with fewer than 4 training points per weight (``methods.base.
-    MIN_POINTS_PER_WEIGHT``), a logged warning says their predictive is likely over-confident.
-    ``mcdropout``'s rate has no default that suits every set: ``fit`` warns where it is not
-    given (``Method.tuned_by_default``).
 
     Returns:
         A :class:`~ppl_bnn.FitResult` with draws shaped (chain, draw, ...), all finite. Where a
@@ -82,7 +82,7 @@ def fit(
         took, which ``timings["total"]`` includes.
 
     Raises:
-        ValueError: A ``seed`` that is no integer from 0 to 2**64 - 1 (what a saved fit stores).
+        ValueError: A ``seed`` that is no integer from 0 to ``2**64 - 1`` (what a saved fit stores).
         ValueError: ``validation`` for a method that records no training curve, or held-out
             data that do not fit the model (named ``x_val`` or ``y_val``).
         TypeError: ``validation`` that is not a pair.

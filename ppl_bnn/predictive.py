@@ -56,20 +56,18 @@ def log_likelihood_per_draw(
 
 @dataclass(frozen=True)
 class Prediction:
-    """Posterior predictive at some inputs.
+    """Posterior predictive at some inputs."""
 
-    Attributes:
-        spec: The model spec.
-        f: Network outputs per draw, (S, N, output_dim).
-        noise_std: Gaussian noise std per draw (S,), or None for classification.
-    """
-
+    #: The model spec.
     spec: BNNSpec
+    #: Network outputs per draw, (S, N, output_dim).
     f: np.ndarray
+    #: Gaussian noise std per draw (S,), or None for classification.
     noise_std: np.ndarray | None
 
     @property
     def is_regression(self) -> bool:
+        """Whether the likelihood is Gaussian (else categorical)."""
         return self.spec.likelihood == "gaussian"
 
     def _regression_only(self, what: str) -> None:
@@ -78,7 +76,7 @@ class Prediction:
 
     @property
     def draws(self) -> np.ndarray:
-        """Per-draw predictions: f (S, N) for regression, class probabilities (S, N, K)."""
+        """Per-draw predictions, ``f`` (S, N) for regression or class probabilities (S, N, K)."""
         if self.is_regression:
             return self.f[..., 0]
         return np.exp(log_softmax(self.f.astype(np.float64), axis=-1))
@@ -97,7 +95,7 @@ class Prediction:
 
     @property
     def std(self) -> np.ndarray:
-        """Total predictive std (N,): epistemic spread plus observation noise (regression)."""
+        """Total predictive std (N,), epistemic spread plus observation noise (regression)."""
         self._regression_only("std")
         noise_var = np.mean(np.asarray(self.noise_std, dtype=np.float64) ** 2)
         return np.sqrt(self.f[..., 0].var(axis=0) + noise_var)

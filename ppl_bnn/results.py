@@ -47,49 +47,50 @@ _META_KEYS = (
 
 @dataclass
 class FitResult:
-    """Everything one ``fit`` produced.
+    """Everything one ``fit`` produced: the fields below, :meth:`predict` at new inputs, and
+    :meth:`save` / :meth:`load`."""
 
-    Attributes:
-        spec: The model spec (the training data is not kept, only ``observed``).
-        method, backend, seed, options: What ran, echoed back (options with defaults filled in).
-        draws: Site -> numpy array (chain, draw, *site_shape).
-        log_likelihood: Pointwise training log-likelihood (chain, draw, N).
-        observed: Training targets (N,).
-        timings: Seconds: ``compile``, ``warmup`` (MCMC warmup / SVI optimisation), ``sampling``,
-            ``log_likelihood`` and ``total``.
-        sample_stats: Sampler statistics (chain, draw): ``diverging``, ``n_steps``,
-            ``tree_depth`` (NUTS), ``step_size``, ``acceptance_rate``, ``lp``, ``energy`` (NumPyro).
-        losses: Loss (negative ELBO estimate) per optimisation step; (members, steps) for
-            ensembles.
-        variational: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
-        info: Execution details: chain method, Pyro potential (``pyro_mode``) or ELBO, threads,
-            and ``diverged``; where a method kept finite draws from a breakdown,
-            ``diverged_at_step`` (per chain or member), ``diverged_sites`` and
-            ``diverged_cause`` (see :mod:`ppl_bnn.methods.divergence`).
-        versions: Library versions.
-        linearised_at: The mode (weight site -> one draw's value) that the linearised (GLM)
-            predictive expands the network around (:mod:`ppl_bnn.predictive`), used by
-            :meth:`predict` and in ``log_likelihood``; None: the predictive over draws.
-    """
-
+    #: The model spec (the training data is not kept, only ``observed``).
     spec: BNNSpec
+    #: The method that ran.
     method: str
+    #: The backend it ran on.
     backend: str
+    #: The seed it ran with.
     seed: int
+    #: The method's options, with defaults filled in.
     options: dict[str, Any]
+    #: Site -> numpy array (chain, draw, ``*site_shape``).
     draws: dict[str, np.ndarray]
+    #: Pointwise training log-likelihood (chain, draw, N).
     log_likelihood: np.ndarray
+    #: Training targets (N,).
     observed: np.ndarray
+    #: Seconds spent in ``compile``, ``warmup`` (MCMC warmup / SVI optimisation),
+    #: ``sampling``, ``log_likelihood`` and ``total``.
     timings: dict[str, float]
+    #: Sampler statistics (chain, draw), such as ``diverging``, ``n_steps``, ``tree_depth``
+    #: (NUTS), ``step_size``, ``acceptance_rate``, ``lp`` and ``energy`` (NumPyro).
     sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Loss (negative ELBO estimate) per optimisation step; (members, steps) for ensembles.
     losses: np.ndarray | None = None
+    #: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
     variational: dict[str, dict[str, np.ndarray]] | None = None
+    #: Execution details (chain method, Pyro potential ``pyro_mode`` or ELBO, threads, and
+    #: ``diverged``); where a method kept finite draws from a breakdown, also
+    #: ``diverged_at_step`` (per chain or member), ``diverged_sites`` and ``diverged_cause``
+    #: (see :mod:`ppl_bnn.methods.divergence`).
     info: dict[str, Any] = field(default_factory=dict)
+    #: Library versions.
     versions: dict[str, str] = field(default_factory=dict)
+    #: The mode (weight site -> one draw's value) that the linearised (GLM) predictive expands
+    #: the network around (:mod:`ppl_bnn.predictive`), used by :meth:`predict` and in
+    #: ``log_likelihood``; None for the predictive over draws.
     linearised_at: dict[str, np.ndarray] | None = None
 
     @property
     def num_chains(self) -> int:
+        """Chains in the result (an ensemble's members are draws of one chain)."""
         return int(self.log_likelihood.shape[0])
 
     @property

@@ -354,6 +354,9 @@ def read_table(
     ``.npz`` (arrays ``x`` (N, D) or (N,) and ``y`` (N,); features are named ``x0, x1, ...``, the
     target ``y``).
 
+    Features must be numbers or booleans (0/1). Rows in messages are data rows counted from 1:
+    "row 3" is the third data row after the header.
+
     Args:
         path: the file.
         target: the target column; required for CSV, TSV and Parquet; NPZ: ``None`` or ``"y"``.
@@ -364,9 +367,6 @@ def read_table(
         classes: a given label mapping (index ``k`` -> label ``classes[k]``), e.g. the training
             file's for a test file; implies classification. Default: the distinct labels in
             sorted order (numeric order for numbers, string order for strings).
-
-    Features must be numbers or booleans (0/1). Rows in messages are data rows counted from 1:
-    "row 3" is the third data row after the header.
 
     Raises:
         DataFileError: unknown suffix, no such file, a file with no rows or only one, a missing

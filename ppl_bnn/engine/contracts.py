@@ -94,9 +94,9 @@ def draws_per_batch(spec: BNNSpec, num_points: int) -> int:
     """How many draws one step of a forward pass over draws takes at ``num_points`` inputs.
 
     Layer by layer over all draws at once writes every hidden activation to memory and reads it
-    back; a few draws at a time keeps them in cache (1000 draws x 10,000 points through a
-    10-50-1 tanh network: about 3x faster on a 2-core CPU). A layer's activations per example
-    are its output's size (``spec.widths``), H W C for a convolution's feature maps.
+    back; a few draws at a time keeps them in cache, which is faster once draws x points is
+    large. A layer's activations per example are its output's size (``spec.widths``), H W C
+    for a convolution's feature maps.
     """
     return max(1, _BATCH_FLOATS // (max(1, num_points) * max(spec.widths)))
 

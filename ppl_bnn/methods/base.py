@@ -147,10 +147,9 @@ class Method:
 
 
 #: Training points per weight below which ``fit`` warns for a method that predicts near modes.
-#: Kept at its mode (``benchmarks/defaults_audit.py --option map.keep=lowest``: 50 units,
-#: the noise learned), ``map`` scored below the constant predictor on each UCI set and
-#: ``digits`` with fewer than 4 points per weight (0.4 to 2.2) and above it on each with more
-#: (12 to 29).
+#: Kept at its mode with the noise learned, ``map`` fell below the constant predictor on the
+#: sets with fewer points per weight than this and stayed above it on those with more
+#: (``benchmarks/defaults_audit.py --option map.keep=lowest``; docs/defaults.md).
 MIN_POINTS_PER_WEIGHT = 4
 
 

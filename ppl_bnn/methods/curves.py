@@ -43,8 +43,8 @@ held-out log-likelihood, and is stored as ``info["early_stopping"]``.
 The cost: the split is free; a checkpoint costs :data:`HELD_OUT_DRAWS` forward passes over at
 most :data:`MAX_HELD_OUT` validation points and a closed-form KL (one pass over the guide's
 parameters). With the default of :data:`CURVE_POINTS` checkpoints that is at most 125,000
-example forward passes in all, whatever ``num_steps`` is: about a tenth of the cost of 1,000
-minibatch steps of 128 (``timings["curves"]`` records the time, which is taken out of
+example forward passes in all, whatever ``num_steps`` is: fewer than the forward passes alone of
+1,000 minibatch steps of 128 (``timings["curves"]`` records the time, which is taken out of
 ``warmup``). On NumPyro the optimisation is then compiled as one scan of ``every`` steps, run
 once per checkpoint.
 """

@@ -21,10 +21,9 @@ class FullRankOptions(GaussianGuideOptions):
     and each one's one-draw gradient, :math:`g_i\varepsilon_j` with :math:`g = \nabla_z \log
     p(y, z)`, has a variance that does not shrink as the fit converges. Adam moves every entry
     by about its step whatever the gradient's size, so with the mean-field guide's settings
-    (one draw, ``learning_rate=0.01``) this noise keeps the covariance several times too wide:
-    on the UCI sets (50 tanh units, the noise learned) ``fullrank`` then scored below ``svi``,
-    or level with it, on every set, and on bostonHousing its final loss was 2.5x the mean-field
-    guide's, which it contains. Hence the defaults:
+    (one draw, ``learning_rate=0.01``) this noise keeps the covariance too wide: the fit can
+    end at a higher loss than the mean-field guide, which its family contains, and predict no
+    better than ``svi``. Hence the defaults:
 
     Attributes:
         num_particles: 4 draws per gradient (a quarter of the variance; on NumPyro and on Pyro
@@ -32,9 +31,8 @@ class FullRankOptions(GaussianGuideOptions):
             update of :math:`L`).
         learning_rate: 0.003, a lower noise floor for Adam's steps on :math:`L`.
 
-    Together they took bostonHousing's test log-likelihood per point from -0.72 to -0.39
-    (``benchmarks/defaults_audit.py``, seed 0; four draws at 0.01 reached -0.44, one draw at
-    0.003 -0.65).
+    Each helps alone, and the two together most (``benchmarks/defaults_audit.py``;
+    docs/defaults.md, "The Gaussian guides").
     """
 
     GUIDE: ClassVar[str] = "AutoMultivariateNormal"

@@ -23,9 +23,8 @@ class MAPOptions(OptimisationOptions):
     Attributes:
         init_loc: Where the optimisation starts: ``"scaled"`` (fan-in-scaled weights, the
             default), ``"uniform"`` (U(-2, 2) in unconstrained space, the libraries' default,
-            which leaves a relu layer of 13 inputs far from a fit: on bostonHousing, 4,000
-            full-batch steps at lr 0.01 ended at a test RMSE of 10.3) or ``"prior"`` (a prior
-            draw).
+            whose large weights can leave a full-batch fit far from a good mode even on a relu
+            layer of 13 inputs, bostonHousing's) or ``"prior"`` (a prior draw).
         keep: Which iterate is kept: ``"validation"``, the parameters that predict a held-out
             tenth of the training points best, at one of 50 checkpoints (early stopping,
             :mod:`ppl_bnn.methods.early_stopping`; trained on the other nine tenths);
@@ -34,13 +33,12 @@ class MAPOptions(OptimisationOptions):
             (default): ``"validation"`` on :data:`EARLY_STOPPING_MIN_POINTS`
             training points or more, else ``"lowest"`` on the full batch and ``"last"`` with
             ``batch_size`` (a minibatch loss is noisy). A mode with a learned noise fits the
-            training noise on small sets: on bostonHousing, concrete and wine-quality-red the
-            lowest loss predicted test data worse than a constant (``benchmarks/
-            defaults_audit.py``). Adam at a fixed learning rate does not descend
-            monotonically: on naval (UCI, split 2, NumPyro, 4,000 steps at lr 0.01) the loss
-            spiked from -14,132 at step 3,982 to +54,761 at the last step, whose mode
-            predicted worse than a constant. ``info["kept_step"]``: the steps taken before the
-            kept parameters.
+            training noise on small sets, where the lowest loss can predict test data worse
+            than a constant (``benchmarks/defaults_audit.py``; docs/defaults.md). Adam at a
+            fixed learning rate does not descend monotonically: a late spike in the loss can
+            leave the last step's parameters worse than a constant, hence ``"lowest"`` rather
+            than ``"last"`` on the full batch. ``info["kept_step"]``: the steps taken before
+            the kept parameters.
     """
 
     init_loc: str = "scaled"
@@ -74,9 +72,9 @@ class MAPOptions(OptimisationOptions):
         return "lowest" if self.batch_size is None else "last"
 
 
-#: Fewest training points for which ``keep=None`` stops early (20 held out). With 10 (the gap
-#: set of the default suite, 100 points) the choice of step was noise: tuned MAP's test
-#: log-likelihood in the gap fell from -11.8 to -13.3 nats.
+#: Fewest training points for which ``keep=None`` stops early (20 held out). With fewer held
+#: out (10 of the gap set's 100 points) the score that chooses the step is mostly noise, and
+#: stopping early made tuned MAP predict worse in the gap.
 EARLY_STOPPING_MIN_POINTS = 200
 
 #: Where a MAP fit may start (see :mod:`ppl_bnn.methods.initialisation`).

@@ -53,15 +53,13 @@ from ppl_bnn.timing import now
 #: The rate without ``dropout_rate``, for either likelihood: 0.01, of the grid of Gal's UCI code
 #: (0.005, 0.01, 0.05, 0.1), with the noise learned as in ``map``. A higher rate adds a spread to
 #: every prediction that the learned noise, fitted under dropout, does not give back, so on sets
-#: whose residuals are small next to the targets' std it under-fits the predictive: on the UCI
-#: sets, split 0, trained to the last step, 0.01 scored above 0.05 on five of six, the lowest
-#: rates (0.005, 0.01) were what validation chose most often in the uci suite, and 0.05 stayed
-#: far below MAP where the noise is small (``benchmarks/defaults_audit.py``). On digits (50 tanh
-#: units) validation chose 0.01 from the default suite's grid (0.01 to 0.5) on every seed;
-#: Srivastava et al.'s 0.5, for networks of thousands of units (the mnist suite's), scored 0.6
-#: nats lower there. No rate suits every set: on naval, whose residuals are 0.04 of the targets'
-#: std, even 0.01 stays far below MAP. So ``fit`` warns where the rate is not given, and the
-#: suites tune it (``Method.tuned_by_default``).
+#: whose residuals are small next to the targets' std it under-fits the predictive. Validation
+#: in the uci and default suites (digits: 50 tanh units) chose the lowest rates of their grids
+#: most often, and 0.05 stays far below MAP where the noise is small
+#: (``benchmarks/defaults_audit.py``; docs/defaults.md); Srivastava et al.'s 0.5 is meant for
+#: networks of thousands of units, such as the mnist suite's. No rate suits every set: on naval,
+#: whose residuals are tiny next to the targets' std, even 0.01 stays far below MAP. So ``fit``
+#: warns where the rate is not given, and the suites tune it (``Method.tuned_by_default``).
 DEFAULT_RATE = 0.01
 
 #: The rates ``compare(..., tune="auto")`` chooses from on a validation split: from the uci

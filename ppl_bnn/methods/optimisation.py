@@ -175,23 +175,15 @@ class GaussianGuideOptions(SampledGuideOptions):
         init_loc: Where the guide's means start (:mod:`ppl_bnn.methods.initialisation`):
             ``"uniform"`` (U(-2, 2) in unconstrained space, the libraries' default),
             ``"prior"`` (a prior draw) or ``"map"`` (the mode of a short MAP fit, the default).
-            ``"map"`` is the one start that works on all three networks it was measured on
-            (seed 0, 2000 steps; README, Methods): on the sine set with a 1-20-20-1 relu net
-            and the noise known (lr 0.03) every start gives an epistemic std out of range >= 8x
-            that in range, with a train RMSE of 1.3-1.6 ("map", 200 MAP steps), 1.1-1.2
-            ("prior") and 1.7-1.9 ("uniform") against a noise std of 1; on an MNIST MLP with
-            1,024 relu units (beta 1e-3, 10,000 training images, 1,000 steps of 128, lr 1e-3)
-            only the MAP warm start trains: test accuracy 0.95 (NLL 0.19; 0.96 and 0.15 after
-            500 MAP steps), against 0.89-0.91 (NLL 1.0-1.3) from a uniform or prior start,
-            whose weights (std ~1 on 784 inputs) saturate the layer. No start rescues a tanh
-            net with learned noise on the sine set (train RMSE 2.9-7.4, the same epistemic
-            std in and out of range): a tanh net's draws level off outside the data.
+            ``"map"`` is the default because a uniform or prior start's weights (std about 1)
+            saturate a layer with many inputs, such as an MNIST MLP's first layer, while a
+            short MAP fit starts the means where the network already fits the data. No start
+            gives a tanh network epistemic spread outside its data: its draws level off
+            there, so their spread is no larger than inside.
         init_map_steps: ``init_loc="map"`` only: Adam steps of the MAP fit (same learning
-            rate, batch size and KL weight as the fit). 200 rather than 500: on diabetes (50
-            tanh units) a 500-step MAP start led SVI to a test RMSE of 77 against 57 from 200
-            steps or a uniform start, and on the gap set to a worse log-likelihood in the gap.
-        init_scale: Initial std of the guide (the libraries' default, 0.1; 0.03, a
-            variance of ~1e-3, gave no better MNIST accuracy after a MAP start).
+            rate, batch size and KL weight as the fit). Kept short: a long MAP fit can settle
+            SVI in an overfitted mode.
+        init_scale: Initial std of the guide (the libraries' default, 0.1).
         estimator: The ELBO's gradient estimator (:mod:`ppl_bnn.model.estimators`):
             ``"reparam"`` (the library's autoguide), or, for the mean-field guide only,
             ``"local_reparam"`` or ``"flipout"`` (:mod:`ppl_bnn.methods.meanfield`; on Pyro

@@ -82,11 +82,10 @@ class SGHMCOptions(SGMCMCOptions):
         Under a steady gradient the momentum moves the chain :math:`\epsilon / (2 \alpha)`
         times the gradient per step, against SGLD's :math:`\epsilon / 2`: this rate gives it
         ``sgld``'s default move. At ``STEP_RATE`` itself, with a learned noise, its chains ran
-        hot: on naval-propulsion-plant (residuals 0.04 of the targets' std) it scored -1.34 and
-        -1.49 (NumPyro, Pyro) against the constant predictor's -1.44, and in the cyclical
-        schedule it diverged at the start of the second cycle on bostonHousing, concrete and
-        naval. At this rate it scored better on all five UCI sets tried (naval 0.09;
-        ``benchmarks/defaults_audit.py``).
+        hot: on a set with tiny residuals (naval-propulsion-plant) it predicted no better than
+        the constant predictor, and in the cyclical schedule it diverged at the start of a
+        later cycle on several UCI sets. At this rate it did better on every UCI set tried
+        (``benchmarks/defaults_audit.py``; docs/defaults.md).
         """
         return self.friction * STEP_RATE
 

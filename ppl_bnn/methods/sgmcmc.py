@@ -119,7 +119,7 @@ class SGMCMCOptions:
             a layer of :math:`d` inputs gives pre-activations of spread :math:`\\sqrt d`: tanh
             and ReLU units saturate or blow up, the first gradients are huge, and SGHMC's
             momentum adds up about :math:`1 / \\alpha` of them (with a learned noise, SGHMC
-            diverged within 30 steps on three UCI sets from there).
+            could diverge within its first steps from there; docs/defaults.md).
         temperature: :math:`\\tau`; 1 is the Bayesian posterior.
         jit: Pyro only: JIT-trace the flat potential once (``torch.jit.trace``); NumPyro always
             compiles.
@@ -263,14 +263,13 @@ class CyclicalOptions(SGMCMCOptions):
         """The default peak step size per training point: half the constant schedule's.
 
         Each cycle's exploration is an optimiser (no noise), and with a learned noise on a
-        small, noisy set it found modes that fit the training noise: ``csgld`` at the full rate
-        scored -1.42 and -1.48 (NumPyro, Pyro) on 350 diabetes points, where the constant
-        predictor scores -1.46, and -1.12 and -1.16 at half of it
-        (``tests/methods/test_defaults.py``). On the UCI sets half of it cost up to 0.17 nats
-        (kin8nm) and gained 0.04 on concrete (``benchmarks/defaults_audit.py``). For
-        ``csghmc`` the full rate (``sghmc``'s) threw the chains out of the narrow region of a
-        high noise precision at the next cycle's peak: it diverged at the start of the third
-        cycle on naval-propulsion-plant, on both backends."""
+        small, noisy set it found modes that fit the training noise: at the full rate ``csgld``
+        predicted diabetes about as well as the constant predictor, and clearly better at half
+        of it (``tests/methods/test_defaults.py`` keeps it so). On the UCI sets halving it lost
+        a fraction of a nat on some and gained on others (``benchmarks/defaults_audit.py``).
+        For ``csghmc`` the full rate (``sghmc``'s) threw the chains out of the narrow region of
+        a high noise precision at the next cycle's peak, where they diverged
+        (naval-propulsion-plant, both backends)."""
         return super().step_rate / 2
 
     def __post_init__(self) -> None:

@@ -70,8 +70,7 @@ class LinearMap:
         local: Whether ``local_reparam`` is exact for the layer: its outputs must be independent
             given the input, as a dense layer's are. A convolution's outputs at different
             positions share weights, so sampling each independently changes the ELBO (the
-            gradient is biased; measured on a 5x6 image problem): it runs with ``reparam`` or
-            ``flipout`` only.
+            gradient is biased): it runs with ``reparam`` or ``flipout`` only.
     """
 
     affine: Callable[[Layer, Any, Any, Any, Any], Any]

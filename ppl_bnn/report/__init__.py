@@ -120,8 +120,8 @@ def render_report(
         out_dir: Where ``index.html``, ``report.md``, ``results.csv`` and ``figures/`` go.
         configs: The suite the stored cells are checked against (see
             :func:`~ppl_bnn.report.load.load_results`; default: ``suite.json``'s).
-        loo: Whether to compute the PSIS-LOO comparison (tens of seconds on the default suite);
-            the live report of a running sweep leaves it for the final render.
+        loo: Whether to compute the PSIS-LOO comparison (the report's slowest table); the
+            live report of a running sweep leaves it for the final render.
 
     Returns:
         The path of ``index.html``.

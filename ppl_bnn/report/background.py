@@ -1,9 +1,9 @@
 """A part of the report computed in a second process while this one builds the rest.
 
 The report is built in one process, on one core. Its slowest table that needs nothing else of
-the build, the PSIS-LOO comparison (:func:`ppl_bnn.report.stats.loo_compare`, tens of seconds
-on the default suite), runs in a new interpreter that loads the same results folder, so that a
-second core works on it while the figures are drawn. A new interpreter (``spawn``), not a fork:
+the build, the PSIS-LOO comparison (:func:`ppl_bnn.report.stats.loo_compare`), runs in a new
+interpreter that loads the same results folder, so that a second core works on it while the
+figures are drawn. A new interpreter (``spawn``), not a fork:
 the results' netCDF files are open in this one, and HDF5 handles must not cross a fork.
 """
 

@@ -415,8 +415,8 @@ def read_netcdf(
 ) -> dict[str, np.ndarray] | None:
     """Data variables of a netCDF-4 file (or of one of its groups) as numpy arrays.
 
-    Reads the HDF5 datasets directly (h5py), skipping dimension scales: an order of magnitude
-    faster than opening the file through xarray, which matters for suites of hundreds of cells.
+    Reads the HDF5 datasets directly (h5py), skipping dimension scales: far cheaper than opening
+    the file through xarray, which matters for suites of hundreds of cells.
     Returns None (and logs) when the file or group cannot be read.
     """
     import h5py

@@ -84,7 +84,7 @@ def floors(frame: pd.DataFrame, problem: str) -> dict[str, float]:
 
 
 def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, float, str]]:
-    """``(what, ratio, how it is formed)`` for the ratios the README and issue notes quote."""
+    """``(what, ratio, how it is formed)`` for the ratios the report quotes."""
     f = floors(frame, problem)
 
     def method(method: str, backend: str, variant: str, quantity: str = "grad_s") -> float:

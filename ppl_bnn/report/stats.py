@@ -93,7 +93,7 @@ def _thin_posterior(
 ) -> dict[str, np.ndarray]:
     """At most ``keep`` evenly spaced scalar parameters, (chain, draw, k), for PSIS-LOO's relative
     efficiency (mean ESS over parameters / draws): ArviZ loops over every parameter in Python,
-    seconds per multi-chain cell for a few thousand weights."""
+    which is slow for a network of thousands of weights."""
     flat = [v.reshape(*shape, -1) for v in posterior.values() if v.shape[:2] == tuple(shape)]
     if not flat:
         return {"theta": np.zeros((*shape, 1))}
