@@ -7,17 +7,20 @@ date, wall time). ``--store`` copies them from a results folder; ``--write`` put
 the README between its ``<!-- headline:<suite> -->`` and ``<!-- /headline -->`` lines, and
 ``tests/test_headline.py`` fails when the two differ::
 
-    nox -s bench && python benchmarks/headline.py --store reports/default
+    nox -s bench
+    python benchmarks/headline.py --store reports/default --command "nox -s bench"
     python benchmarks/headline.py --write README.md
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import re
 import shutil
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,162 @@ def headline(suite: str) -> str:
     return "\n".join(lines)
 
 
+def standings(suite: str) -> str:
+    """Per dataset of the Summary: its sentence and every contestant's grade, score (mean ±
+    standard error over the seeds or splits), cost and the reason for an ``avoid``."""
+    summary = json.loads((RESULTS / suite / "summary.json").read_text())
+    blocks = []
+    for entry in summary["datasets"]:
+        rows = []
+        for s in entry["standings"]:
+            cost = "" if s["cost_s"] is None else f"{s['cost_s']:.3g}"
+            score = _number(s["value"], s["se"])
+            rows.append(
+                f"| {s['method']} | {s['backend']} | {s['grade']} | {score} | {cost} "
+                f"| {s['reason']} |"
+            )
+        blocks += [
+            f"### {entry['dataset']}",
+            "",
+            entry["sentence"],
+            "",
+            "| method | backend | grade | score | cost (s) | why |",
+            "|---|---|---|---:|---:|---|",
+            *rows,
+            "",
+        ]
+    return "\n".join(blocks).rstrip()
+
+
+#: The columns of :func:`metrics`: (header, results.csv column, digits).
+METRICS = (
+    ("test LL", "test_ll", 3),
+    ("RMSE", "rmse", 3),
+    ("accuracy", "accuracy", 3),
+    ("90% coverage", "coverage_90", 2),
+    ("ECE", "ece", 3),
+    ("OOD AUROC", "ood_auroc", 2),
+    ("fit, total (s)", "time_total", 3),
+)
+
+
+def _mean_se(values: list[float], digits: int) -> str:
+    if not values:
+        return ""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return f"{mean:.{digits}g}"
+    se = statistics.stdev(values) / math.sqrt(len(values))
+    return _number(mean, se) if se > 0 else f"{mean:.{digits}g}"
+
+
+def metrics(suite: str) -> str:
+    """Per dataset, every contestant's held-out metrics from ``results.csv``: mean ± standard
+    error over its cells (seeds, or splits), the sweeps' cells left out, a column only where
+    the dataset has it."""
+    with open(RESULTS / suite / "results.csv", newline="") as handle:
+        cells = [row for row in csv.DictReader(handle) if not row.get("sweep")]
+    blocks = []
+    for dataset in dict.fromkeys(row["dataset"] for row in cells):
+        rows = [row for row in cells if row["dataset"] == dataset]
+        columns = [m for m in METRICS if any(row.get(m[1]) for row in rows)]
+        contestants = dict.fromkeys((row["method"], row["backend"]) for row in rows)
+        lines = [
+            f"### {dataset}",
+            "",
+            "| method | backend | cells | " + " | ".join(c[0] for c in columns) + " |",
+            "|---|---|---:|" + "---:|" * len(columns),
+        ]
+        for method, backend in contestants:
+            mine = [r for r in rows if r["method"] == method and r["backend"] == backend]
+            numbers = [
+                _mean_se([float(r[col]) for r in mine if r.get(col)], digits)
+                for _, col, digits in columns
+            ]
+            lines.append(f"| {method} | {backend} | {len(mine)} | " + " | ".join(numbers) + " |")
+        blocks += [*lines, ""]
+    return "\n".join(blocks).rstrip()
+
+
+def run_table(suite: str) -> str:
+    """The run behind the records: commit, date, cells, wall time, machine and versions."""
+    run = json.loads((RESULTS / suite / "run.json").read_text())
+    env = run["environment"]
+    with open(RESULTS / suite / "results.csv", newline="") as handle:
+        cells = list(csv.DictReader(handle))
+    splits: dict[str, set[int]] = {}
+    for row in cells:
+        splits.setdefault(row["dataset"], set()).add(int(row["split"]))
+    rows = [
+        ("command", f"`{run['command']}`" if run.get("command") else "not recorded"),
+        (
+            "data sets (splits)",
+            "; ".join(f"{d} ({', '.join(map(str, sorted(s)))})" for d, s in splits.items()),
+        ),
+        ("commit", env["git_commit"][:7]),
+        ("finished", env["date"][:16].replace("T", " ") + " UTC"),
+        ("cells", str(run["cells"])),
+        ("wall time", f"{run['wall_s'] / 60:.1f} minutes"),
+        ("machine", f"{env['machine']['cores']} cores, {env['machine']['processor']}"),
+        *((name, version) for name, version in env["versions"].items()),
+    ]
+    reference = run.get("reference")
+    if reference:
+        rows.append(
+            (
+                "reference posterior",
+                f"NUTS, {reference['num_chains']} chains of {reference['num_warmup']} + "
+                f"{reference['num_samples']} draws, tree depth <= {reference['max_tree_depth']}",
+            )
+        )
+    return "\n".join(["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
+
+
+def published(suite: str) -> str:
+    """Per UCI data set of the records: each contestant's test log-likelihood and RMSE (mean ±
+    standard error over its splits) beside the published figures, labelled with their sources
+    (:mod:`ppl_bnn.report.references`, typed in from the papers)."""
+    from ppl_bnn.report.references import references_for
+
+    with open(RESULTS / suite / "results.csv", newline="") as handle:
+        cells = [row for row in csv.DictReader(handle) if not row.get("sweep")]
+    blocks = []
+    for dataset in dict.fromkeys(row["dataset"] for row in cells):
+        refs = references_for(dataset)
+        if not refs:
+            continue
+        rows = [row for row in cells if row["dataset"] == dataset]
+        lines = [
+            f"### {dataset}",
+            "",
+            "| method | source | splits | test LL | RMSE |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for method, backend in dict.fromkeys((r["method"], r["backend"]) for r in rows):
+            mine = [r for r in rows if r["method"] == method and r["backend"] == backend]
+            ll, rmse = (
+                _mean_se([float(r[c]) for r in mine if r.get(c)], 3) for c in ("test_ll", "rmse")
+            )
+            splits = len({r["split"] for r in mine})
+            lines.append(f"| {method}/{backend} | these records | {splits} | {ll} | {rmse} |")
+        for ref in refs:
+            ll = _number(ref.test_ll, ref.test_ll_se)
+            rmse = _number(ref.rmse, ref.rmse_se)
+            lines.append(f"| {ref.method} | {ref.source.label} | all | {ll} | {rmse} |")
+        blocks += [*lines, ""]
+    return "\n".join(blocks).rstrip()
+
+
+#: The tables a page can ask for (``docs/_ext/records.py``).
+TABLES = {
+    "headline": headline,
+    "standings": standings,
+    "metrics": metrics,
+    "published": published,
+    "run": run_table,
+}
+
+
 def _pattern(suite: str) -> re.Pattern[str]:
     """The suite's block: its start marker, the lines up to the end marker (maybe none), the end
     marker."""
@@ -117,8 +276,9 @@ def block(readme: Path, suite: str) -> str | None:
     return None if found is None else found.group(1) or ""
 
 
-def store(results_dir: Path) -> Path:
-    """Copy a finished run's records into ``benchmarks/results/<suite>/``."""
+def store(results_dir: Path, command: str) -> Path:
+    """Copy a finished run's records into ``benchmarks/results/<suite>/``, with the command
+    that produced them."""
     suite_json = json.loads((results_dir / "suite.json").read_text())
     name = suite_json["name"]
     folder = RESULTS / name
@@ -128,6 +288,7 @@ def store(results_dir: Path) -> Path:
     shutil.copyfile(SUITES / f"{name}.toml", folder / "suite.toml")
     runs = suite_json.get("runs") or [{}]
     run = {
+        "command": command,
         "environment": suite_json["environment"],
         "reference": suite_json.get("reference"),
         "cells": len(suite_json["cells"]),
@@ -138,14 +299,19 @@ def store(results_dir: Path) -> Path:
     return folder
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="default")
     parser.add_argument("--store", type=Path, help="a finished run's results folder to keep")
+    parser.add_argument(
+        "--command", help="with --store: the command that ran the suite, as a reader would type it"
+    )
     parser.add_argument("--write", type=Path, help="the README to put the table into")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.store:
-        print(f"records kept in {store(args.store)}")
+        if not args.command:
+            parser.error("--store needs --command: the command that ran the suite")
+        print(f"records kept in {store(args.store, args.command)}")
     if args.write:
         print("README updated" if write(args.write, args.suite) else "README already current")
     if not (args.store or args.write):

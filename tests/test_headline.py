@@ -1,45 +1,96 @@
-"""The README's headline results are what the committed records give
-(``benchmarks/headline.py``): a record that changes fails this test until the README is
-regenerated from it."""
+"""The README's headline results and the benchmark pages' tables are what the committed records
+give (``benchmarks/headline.py``; the docs render its tables at build time through
+``docs/_ext/records.py``): a record that changes fails this test until the README is
+regenerated from it, and changes every table drawn from it."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("headline", ROOT / "benchmarks" / "headline.py")
 headline = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(headline)
 
+SUITES = sorted(p.name for p in headline.RESULTS.iterdir() if p.is_dir())
+
 
 def test_the_readmes_headline_is_generated_from_the_committed_records() -> None:
     assert headline.block(ROOT / "README.md", "default") == headline.headline("default")
 
 
-def test_the_records_agree_with_each_other() -> None:
-    """The Summary's verdict covers the datasets of the cells, and the run counts them."""
-    folder = headline.RESULTS / "default"
+@pytest.mark.parametrize("suite", SUITES)
+def test_the_records_agree_with_each_other(suite: str) -> None:
+    """The Summary's verdict covers the datasets of the cells, the run counts them and names
+    its command, and the suite file is the one in ``benchmarks/``."""
+    folder = headline.RESULTS / suite
     cells = pd.read_csv(folder / "results.csv")
     summary = json.loads((folder / "summary.json").read_text())
     run = json.loads((folder / "run.json").read_text())
-    contested = set(cells.loc[cells["sweep"].isna(), "dataset"])
+    contested = set(
+        cells["dataset"] if "sweep" not in cells else cells.loc[cells["sweep"].isna(), "dataset"]
+    )
     assert {d["dataset"] for d in summary["datasets"]} == contested
     assert run["cells"] == len(cells) and (cells["status"] == "ok").all()
-    assert (folder / "suite.toml").read_text() == (ROOT / "benchmarks" / "default.toml").read_text()
+    assert run["command"]
+    assert (folder / "suite.toml").read_text() == (
+        ROOT / "benchmarks" / f"{suite}.toml"
+    ).read_text()
 
 
-def test_a_changed_record_changes_the_headline(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("suite", SUITES)
+def test_every_docs_table_renders_from_the_records(suite: str) -> None:
+    """Each table a page can ask for is a Markdown table (``published`` only where the suite
+    has data sets with published figures)."""
+    for name, render in headline.TABLES.items():
+        table = render(suite)
+        if name == "published" and suite == "default":
+            assert table == "", "the default suite's sets have no published figures"
+        else:
+            assert "|---" in table, f"{name} of {suite} has no table"
+
+
+@pytest.fixture
+def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the default suite's records that ``headline`` reads instead."""
     copy = tmp_path / "default"
-    copy.mkdir()
-    for name in ("summary.json", "run.json"):
-        (copy / name).write_bytes((headline.RESULTS / "default" / name).read_bytes())
+    shutil.copytree(headline.RESULTS / "default", copy)
     monkeypatch.setattr(headline, "RESULTS", tmp_path)
-    before = headline.headline("default")
-    summary = json.loads((copy / "summary.json").read_text())
+    return copy
+
+
+def test_a_changed_verdict_changes_the_headline_and_the_standings(copied: Path) -> None:
+    before = {name: headline.TABLES[name]("default") for name in ("headline", "standings")}
+    summary = json.loads((copied / "summary.json").read_text())
     summary["datasets"][0]["standings"][0]["value"] += 1.0
-    (copy / "summary.json").write_text(json.dumps(summary))
-    assert headline.headline("default") != before
+    (copied / "summary.json").write_text(json.dumps(summary))
+    for name, table in before.items():
+        assert headline.TABLES[name]("default") != table, name
+
+
+def test_a_changed_cell_changes_the_metrics_table(copied: Path) -> None:
+    before = headline.metrics("default")
+    cells = pd.read_csv(copied / "results.csv")
+    first = cells.index[cells["sweep"].isna()][0]
+    cells.loc[first, "time_total"] += 100.0
+    cells.to_csv(copied / "results.csv", index=False)
+    assert headline.metrics("default") != before
+
+
+def test_a_changed_run_changes_the_run_table(copied: Path) -> None:
+    before = headline.run_table("default")
+    run = json.loads((copied / "run.json").read_text())
+    run["command"] = "nox -s bench -- --jobs 1"
+    (copied / "run.json").write_text(json.dumps(run))
+    assert headline.run_table("default") != before
+
+
+def test_storing_a_run_needs_its_command(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        headline.main(["--store", str(tmp_path)])
