@@ -103,3 +103,17 @@ def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into ``docs/_build/html`` (warnings are errors, the tutorials
+    are executed, internal links checked offline), then open it in headless Chromium
+    (``tests/docs/test_site.py``)."""
+    _install(session, ["-e", ".[docs]"])
+    env = {**_data_env(), "PPL_BNN_SITE": os.path.join("docs", "_build", "html")}
+    session.run(
+        "sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs",
+        os.path.join("docs", "_build", "html"), env=env,
+    )  # fmt: skip
+    session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/docs", env=env)

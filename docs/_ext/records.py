@@ -1,0 +1,58 @@
+"""The ``records`` directive: a table of a suite's committed records, read at build time.
+
+In a page::
+
+    ```{records} default
+    :table: headline
+    ```
+
+renders ``benchmarks/headline.py``'s table for ``benchmarks/results/default/`` (``:table:``
+``headline``, ``standings`` or ``run``), so a benchmark page cannot drift from its records.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import headline  # noqa: E402  (benchmarks/headline.py, not a package)
+
+
+class RecordsDirective(SphinxDirective):
+    """Parse the Markdown of one of :mod:`headline`'s tables into the page."""
+
+    required_arguments = 1
+    option_spec = {"table": directives.unchanged}  # noqa: RUF012 (docutils' interface)
+
+    def run(self):  # type: ignore[no-untyped-def]
+        suite = self.arguments[0]
+        table = self.options.get("table", "headline")
+        render = headline.TABLES.get(table)
+        if render is None:
+            raise self.error(f"unknown records table {table!r}: one of {sorted(headline.TABLES)}")
+        folder = headline.RESULTS / suite
+        if not folder.is_dir():
+            raise self.error(f"no committed records for suite {suite!r} in {folder}")
+        for file in folder.iterdir():
+            self.env.note_dependency(str(file))
+        container = self.parse_text_to_nodes(render(suite))
+        return container
+
+    def parse_text_to_nodes(self, text: str):  # type: ignore[no-untyped-def]
+        from docutils import nodes
+
+        node = nodes.container()
+        self.state.nested_parse(StringList(text.splitlines(), source="records"), 0, node)
+        return node.children
+
+
+def setup(app):  # type: ignore[no-untyped-def]
+    app.add_directive("records", RecordsDirective)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
