@@ -107,13 +107,15 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """Build the documentation site into ``docs/_build/html`` (warnings are errors, the tutorials
-    are executed, internal links checked offline), then open it in headless Chromium
-    (``tests/docs/test_site.py``)."""
+    """Build the documentation site into ``docs/_build/html``, then open it in headless Chromium
+    (``tests/docs/test_site.py``). Warnings are errors: a link to a page or heading that does not
+    exist, a failing tutorial (they run at every build), a docstring that does not parse. The
+    browser test then follows every link from the index offline and checks that each page and
+    anchor exists."""
     _install(session, ["-e", ".[docs]"])
     env = {**_data_env(), "PPL_BNN_SITE": os.path.join("docs", "_build", "html")}
     session.run(
-        "sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs",
+        "sphinx-build", "-W", "--keep-going", "-b", "html", "docs",
         os.path.join("docs", "_build", "html"), env=env,
     )  # fmt: skip
     session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/docs", env=env)
