@@ -111,11 +111,12 @@ def docs(session: nox.Session) -> None:
     (``tests/docs/test_site.py``). Warnings are errors: a link to a page or heading that does not
     exist, a failing tutorial (they run at every build), a docstring that does not parse. The
     browser test then follows every link from the index offline and checks that each page and
-    anchor exists."""
+    anchor exists. Every build starts afresh (``-E``), so the tutorials always run against the
+    code as it is."""
     _install(session, ["-e", ".[docs]"])
     env = {**_data_env(), "PPL_BNN_SITE": os.path.join("docs", "_build", "html")}
     session.run(
-        "sphinx-build", "-W", "--keep-going", "-b", "html", "docs",
+        "sphinx-build", "-E", "-W", "--keep-going", "-b", "html", "docs",
         os.path.join("docs", "_build", "html"), env=env,
     )  # fmt: skip
     session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/docs", env=env)
