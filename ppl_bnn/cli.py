@@ -4,11 +4,12 @@ reports, fetch data.
 ::
 
     ppl-bnn bench [--suite default] [--jobs N | --dask-address tcp://...] [--splits K]
-                  [--no-reference] [--reference-dir DIR] [--wait]
+                  [--no-reference] [--reference-dir DIR] [--wait] [--device cpu|cuda|auto]
     ppl-bnn reference [--suite default] [--datasets a,b] [--splits K] [--reference-dir DIR]
     ppl-bnn report [--suite default]
     ppl-bnn compare DATA --target COL [--methods a,b] [--backends numpyro,pyro] [--hidden 50]
                     [--seeds 3] [--test-fraction 0.1 [--splits K] | --test DATA2] [--out DIR]
+                    [--device cpu|cuda|auto]
     ppl-bnn data fetch uci --url URL [--data-dir DIR]
 """
 
@@ -28,10 +29,12 @@ from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.bench.suite_file import current_configs
 from ppl_bnn.compare import DEFAULT_METHODS, DEFAULT_NAME, compare
 from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
+from ppl_bnn.devices import DEVICES
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import recommendation_lines, render_report, report_is_current
 from ppl_bnn.report.live import LiveReport
+from ppl_bnn.runtime import configure_runtime
 
 logger = logging.getLogger("ppl_bnn.cli")
 
@@ -341,6 +344,7 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="results and report folder (default: "
                         "reports/compare-<hash of the model and data>)")  # fmt: skip
     parser.add_argument("--reference-dir", default=None, help="reference posterior cache")
+    _add_device_arg(parser)
 
 
 def _fetch(args: argparse.Namespace) -> int:
@@ -350,8 +354,20 @@ def _fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_device_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=None,
+        help="where the fits run: cpu, cuda, or auto (cuda where torch and JAX both have it); "
+        "default: $PPL_BNN_DEVICE, else cpu",
+    )
+
+
 def _add_run_args(parser: argparse.ArgumentParser, jobs_help: str) -> None:
-    """What ``bench`` and ``reference`` share: data, selection, jobs and the reference cache."""
+    """What ``bench`` and ``reference`` share: data, selection, jobs, the device and the
+    reference cache."""
+    _add_device_arg(parser)
     parser.add_argument("--data-dir", default=None, help="data directory (default: $PPL_BNN_DATA)")
     parser.add_argument("--jobs", type=_jobs, default=None, help=jobs_help)
     parser.add_argument("--splits", type=int, default=None, help="only the first K splits")
@@ -440,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
+        if getattr(args, "device", None) is not None:  # before anything starts JAX or torch
+            configure_runtime(device=args.device)
         return args.handler(args)
     except (ValueError, OSError) as err:
         logger.error("%s", err)

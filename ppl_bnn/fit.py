@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ppl_bnn import devices
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.methods import METHODS, get_method, make_options, shared
@@ -153,7 +154,7 @@ def fit(
     # What producing the shared runs cost counts as this fit's, as if it had run them.
     shared_s = sum(run["seconds"] for run in reused)
     timings = {**out.timings, "log_likelihood": end - ll_start, "total": end - start + shared_s}
-    info = {"diverged": False, **out.info}
+    info = {"diverged": False, **out.info, "device": devices.current()}
     if reused:
         timings["shared"] = shared_s
         info["shared_fits"] = reused

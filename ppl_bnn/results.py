@@ -76,8 +76,8 @@ class FitResult:
     losses: np.ndarray | None = None
     #: SVI guide parameters ``{"loc": {...}, "scale": {...}}`` (unconstrained).
     variational: dict[str, dict[str, np.ndarray]] | None = None
-    #: Execution details (chain method, Pyro potential ``pyro_mode`` or ELBO, threads, and
-    #: ``diverged``); where a method kept finite draws from a breakdown, also
+    #: Execution details (``device``, chain method, Pyro potential ``pyro_mode`` or ELBO,
+    #: threads, and ``diverged``); where a method kept finite draws from a breakdown, also
     #: ``diverged_at_step`` (per chain or member), ``diverged_sites`` and ``diverged_cause``
     #: (see :mod:`ppl_bnn.methods.divergence`).
     info: dict[str, Any] = field(default_factory=dict)

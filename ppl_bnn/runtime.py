@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import os
 
+from ppl_bnn import devices
 from ppl_bnn.backends.numpyro.compile_cache import set_jax_cache
+from ppl_bnn.engine.registry import BACKENDS, get_module
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +24,7 @@ def configure_runtime(
     host_devices: int | None = None,
     torch_threads: int | None = None,
     jax_cache: str | os.PathLike[str] | bool | None = None,
+    device: str | None = None,
 ) -> None:
     """Set JAX's CPU device count (for parallel NumPyro chains), torch's intra-op threads and the
     directory of JAX's persistent compilation cache.
@@ -34,6 +37,20 @@ def configure_runtime(
             cache, ``True`` for the default (``$PPL_BNN_JAX_CACHE``, else
             ``~/.cache/ppl_bnn/jax``); ``None`` leaves the setting as it is. Applies from the
             next NumPyro fit; JAX is not imported here.
+        device: Where fits run, on both backends: ``"cpu"``, ``"cuda"`` (refused with
+            :class:`~ppl_bnn.devices.DeviceError`, naming what is missing, where torch or JAX
+            cannot reach a CUDA device) or ``"auto"`` (``"cuda"`` where both can, else
+            ``"cpu"``); ``None`` leaves it as it is (``"cpu"`` unless set). ``"cuda"`` and
+            ``"auto"`` start JAX, so give ``host_devices`` in the same call or before; they
+            also turn off JAX's preallocation of GPU memory (``XLA_PYTHON_CLIENT_PREALLOCATE``,
+            unless set), so that several processes can share a GPU. The resolved device is
+            passed on to the processes this one starts (benchmark and ``compare`` workers)
+            through ``$PPL_BNN_DEVICE``. Draws, metrics and saved results are numpy arrays on
+            the host either way.
+
+    Raises:
+        ValueError: An unknown ``device``, or ``host_devices`` / ``torch_threads`` below 1.
+        DeviceError: ``device="cuda"`` where torch or JAX has no CUDA device.
     """
     if host_devices is not None:
         if host_devices < 1:
@@ -49,12 +66,49 @@ def configure_runtime(
         torch.set_num_threads(torch_threads)
     if jax_cache is not None:
         set_jax_cache(jax_cache)
+    if device is not None:
+        _use_device(devices.check_device(device))
     logger.debug(
-        "runtime: host_devices=%s torch_threads=%s jax_cache=%s",
+        "runtime: host_devices=%s torch_threads=%s jax_cache=%s device=%s",
         host_devices,
         torch_threads,
         jax_cache,
+        devices.current(),
     )
+
+
+def _use_device(device: str) -> None:
+    """Resolve ``device`` against what each backend's framework can reach and place both there;
+    a CPU process asked for the CPU is left exactly as it is."""
+    if device == "cpu" and devices.current() == "cpu":
+        return
+    missing: dict[str, str] = {}
+    if device != "cpu":
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        for backend in BACKENDS:
+            reason = get_module(backend, "device").cuda_missing()
+            if reason is not None:
+                missing[backend] = reason
+    if device == "cuda" and missing:
+        reasons = "; ".join(missing.values())
+        raise devices.DeviceError(
+            f"device='cuda' needs a CUDA device in both torch and JAX: {reasons}. On a GPU "
+            "machine install their CUDA builds (see the cuda extra in pyproject.toml), or use "
+            "device='cpu'"
+        )
+    resolved = "cuda" if device != "cpu" and not missing else "cpu"
+    if device == "auto":
+        logger.info(
+            "device='auto' runs on %s%s",
+            resolved,
+            f" ({'; '.join(missing.values())})" if missing else "",
+        )
+    os.environ[devices.ENV_VAR] = resolved
+    if resolved == devices.current():
+        return
+    for backend in BACKENDS:
+        get_module(backend, "device").use(resolved)
+    devices.set_current(resolved)
 
 
 def cpu_count() -> int:

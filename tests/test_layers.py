@@ -15,7 +15,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ppl_bnn"
 
 #: Bottom to top: a module may import its own layer's modules and those of the layers below.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("ppl_bnn.keys", "ppl_bnn.seeding", "ppl_bnn.timing", "ppl_bnn.files", "ppl_bnn.versions"),
+    (
+        "ppl_bnn.keys",
+        "ppl_bnn.seeding",
+        "ppl_bnn.timing",
+        "ppl_bnn.files",
+        "ppl_bnn.versions",
+        "ppl_bnn.devices",
+    ),
     ("ppl_bnn.engine",),
     ("ppl_bnn.model", "ppl_bnn.layers", "ppl_bnn.priors"),
     ("ppl_bnn.predictive", "ppl_bnn.metrics", "ppl_bnn.data"),

@@ -171,9 +171,9 @@ def torch_plain_step(
             nn.Linear(84, 10),
         )  # fmt: skip
     adam = torch.optim.Adam(net.parameters(), lr=lr)
-    images = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-    labels = torch.from_numpy(np.asarray(y, dtype=np.int64))
-    schedule = torch.from_numpy(_batches(len(x), batch_size, steps + 1, seed=1))
+    images = torch.as_tensor(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    labels = torch.as_tensor(np.asarray(y, dtype=np.int64))
+    schedule = torch.as_tensor(_batches(len(x), batch_size, steps + 1, seed=1))
 
     def step(i: int) -> None:
         idx = schedule[i]

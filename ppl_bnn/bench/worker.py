@@ -28,6 +28,7 @@ from typing import Any
 
 import threadpoolctl
 
+from ppl_bnn import devices
 from ppl_bnn.backends.numpyro.compile_cache import compile_counter, enable_jax_cache
 from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_arguments
 from ppl_bnn.bench.environment import timestamp
@@ -269,8 +270,14 @@ def main(
     os.environ.update(environment)
     _exit_with_parent(parent_pid)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # Before JAX or torch start; the JAX cache is chosen per cell, never the user's own.
-    configure_runtime(host_devices=host_devices, torch_threads=threads, jax_cache=False)
+    # Before JAX or torch start; the JAX cache is chosen per cell, never the user's own; the
+    # device is the one the parent process chose (configure_runtime(device=...), --device).
+    configure_runtime(
+        host_devices=host_devices,
+        torch_threads=threads,
+        jax_cache=False,
+        device=os.environ.get(devices.ENV_VAR),
+    )
     threadpoolctl.threadpool_limits(threads)  # loaded at one thread by the fork server
     preload()
     replies = os.fdopen(reply_fd, "w")

@@ -134,8 +134,11 @@ def _map_start(name: str, target: Target, options: GaussianGuideOptions, seed: i
 
 def add_start(timings: dict[str, float], info: dict[str, Any], start: Start) -> None:
     """Record ``start`` in a fit's ``info``, and the cost of making it in its ``timings``: a
-    MAP start's compilation as compilation, the rest of it as warmup."""
+    MAP start's compilation as compilation, the rest of it as warmup, which
+    ``info["init_map_seconds"]`` also holds, so that the fit's own steps can be timed apart."""
     info.update(start.info)
     if start.timings:
+        rest = sum(v for k, v in start.timings.items() if k != "compile")
         timings["compile"] += start.timings.get("compile", 0.0)
-        timings["warmup"] += sum(v for k, v in start.timings.items() if k != "compile")
+        timings["warmup"] += rest
+        info["init_map_seconds"] = rest

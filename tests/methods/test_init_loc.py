@@ -117,6 +117,8 @@ def test_map_start_is_the_mode_of_the_short_map_fit(model, backend) -> None:
     options = {"init_map_steps": 200, "init_scale": 0.05}
     result = fit(model, "svi", backend=backend, seed=SEED, init_loc="map", **options, **FROZEN)
     assert result.info["init_map_steps"] == 200
+    # The warm start's seconds are part of the warmup and recorded apart from the fit's steps.
+    assert 0 < result.info["init_map_seconds"] < result.timings["warmup"]
     run = map_estimate.METHOD.runner(backend)
     warm = map_estimate.MAPOptions(num_steps=200, learning_rate=FROZEN["learning_rate"])
     mode = run("map", Target.build(backend, model), warm, child_seed(SEED, "init_map"))

@@ -12,6 +12,7 @@ import torch
 from pyro.infer import SVI, JitTrace_ELBO, Predictive, Trace_ELBO
 from pyro.infer.autoguide import init_to_value
 
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.elbo import LikelihoodTraceELBO
 from ppl_bnn.backends.pyro.guides import guide_class
 from ppl_bnn.backends.pyro.rng import pyro_scope, seeded_torch
@@ -64,7 +65,7 @@ def _guide_at(guide: Any, names: list[str]) -> tuple[dict[str, Any], ...]:
     """An ``AutoNormal`` guide's ``(loc, scale)`` by site, as numpy arrays."""
     with torch.no_grad():
         return tuple(
-            {name: getattr(getattr(guide, kind), name).detach().numpy().copy() for name in names}
+            {name: to_numpy(getattr(getattr(guide, kind), name)).copy() for name in names}
             for kind in ("locs", "scales")
         )
 
@@ -72,7 +73,7 @@ def _guide_at(guide: Any, names: list[str]) -> tuple[dict[str, Any], ...]:
 def _point_at(guide: Any, names: list[str]) -> dict[str, np.ndarray]:
     """An ``AutoDelta`` guide's values by site (constrained), as numpy arrays."""
     with torch.no_grad():
-        return {name: getattr(guide, name).detach().numpy().copy() for name in names}
+        return {name: to_numpy(getattr(guide, name)).copy() for name in names}
 
 
 def _copy_params() -> list[torch.Tensor]:
@@ -101,7 +102,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         elbo_kwargs["ignore_jit_warnings"] = True
     batch, scale = options.likelihood_scale(target.num_data)
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
-    batches = None if schedule is None else torch.from_numpy(schedule).long()
+    batches = None if schedule is None else torch.as_tensor(schedule).long()
     names = [site.name for site in target.spec.sites()]
 
     def step(i: int) -> float:
@@ -154,7 +155,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                             curve.checkpoint_point(_point_at(guide, names), keep=_copy_params)
                         else:
                             curve.checkpoint(*_guide_at(guide, names))
-            params = {k: v.detach().numpy() for k, v in pyro.get_param_store().named_parameters()}
+            params = {k: to_numpy(v) for k, v in pyro.get_param_store().named_parameters()}
             check_losses(name, target, options, losses, params)
             kept = {}
             if keep_lowest:  # the loss after the last step, the one iterate the loop did not score
@@ -166,7 +167,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
                 kept["kept_step"] = curve.best_step
                 _restore_params(curve.best)
             evaluated = now()
-        learned = {k: v.detach().numpy() for k, v in pyro.get_param_store().items()}
+        learned = {k: to_numpy(v) for k, v in pyro.get_param_store().items()}
         if options.GUIDE == "AutoLaplaceApproximation":
             try:
                 guide = guide.laplace_approximation(x, y, likelihood_scale=1.0 / options.kl_weight)
@@ -176,7 +177,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
             program, guide=guide, num_samples=options.draws, return_sites=names, parallel=True
         )
         with torch.no_grad():
-            draws = {k: v.numpy() for k, v in predictive(x[:1], y[:1]).items()}
+            draws = {k: to_numpy(v) for k, v in predictive(x[:1], y[:1]).items()}
             variational = None
             if options.GUIDE == "AutoNormal":
                 variational = dict(zip(("loc", "scale"), _guide_at(guide, names), strict=True))

@@ -12,6 +12,7 @@ from pyro.infer import HMC, MCMC, NUTS
 from pyro.infer.mcmc.util import initialize_model
 from pyro.ops.integrator import potential_grad
 
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.potential import FlatPotential
 from ppl_bnn.backends.pyro.rng import seeded_torch
 from ppl_bnn.engine.contracts import Target
@@ -139,8 +140,8 @@ class _ChainTarget:
     def draws(self, samples: dict) -> dict[str, np.ndarray]:
         """Constrained draws per site from the sampler's samples."""
         if self.flat is None:
-            return {k: v.detach().numpy() for k, v in samples.items()}
-        return self.flat.constrained(samples["z"].detach().numpy())
+            return {k: to_numpy(v) for k, v in samples.items()}
+        return self.flat.constrained(to_numpy(samples["z"]))
 
 
 def _run_chain(target: _ChainTarget, options: MCMCOptions) -> tuple[dict, dict, dict]:

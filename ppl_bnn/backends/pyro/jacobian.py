@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
 from ppl_bnn.model.flat import split_network
 from ppl_bnn.model.program import forward
@@ -25,8 +26,8 @@ def jacobian(
     """The outputs and their Jacobian with respect to the sites ``wrt``, as NumPyro's
     (:func:`ppl_bnn.backends.numpyro.jacobian.jacobian`), by ``torch.func``."""
     layout, flat, fixed = split_network(spec, params, wrt)
-    flat = torch.from_numpy(flat)
-    fixed = {name: torch.from_numpy(value) for name, value in fixed.items()}
+    flat = torch.as_tensor(flat)
+    fixed = {name: torch.as_tensor(value) for name, value in fixed.items()}
 
     def one(theta: Any, x_one: Any) -> Any:
         return forward(spec, {**fixed, **layout.unflatten(theta)}, x_one[None], PPL_PYRO)[0]
@@ -35,4 +36,4 @@ def jacobian(
     with torch.no_grad():
         f = forward(spec, {**fixed, **layout.unflatten(flat)}, x_t, PPL_PYRO)
     jac = torch.func.vmap(torch.func.jacrev(one), in_dims=(None, 0))(flat, x_t)
-    return f.numpy(), jac.detach().numpy()
+    return to_numpy(f), to_numpy(jac)

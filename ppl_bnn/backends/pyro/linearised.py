@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch.func import jvp, vmap
 
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.ops import PPL_PYRO, _as_params
 from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.program import forward
@@ -49,5 +50,5 @@ def forward_linearised(
                 - np.asarray(v, dtype=np.float32)
                 for k, v in mode.items()
             }
-            out[start : start + batch] = over_draws(_as_params(tangents)).numpy()
+            out[start : start + batch] = to_numpy(over_draws(_as_params(tangents)))
     return out

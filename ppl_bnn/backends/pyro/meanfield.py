@@ -12,6 +12,7 @@ import pyro
 import torch
 from pyro import poutine
 
+from ppl_bnn.backends.pyro.device import generator, to_numpy
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
@@ -32,7 +33,7 @@ class GeneratorNoise:
     """Random numbers from a seeded ``torch.Generator`` (never torch's global one)."""
 
     def __init__(self, seed: int) -> None:
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = generator(seed)
 
     def normal(self, shape: tuple[int, ...]) -> torch.Tensor:
         return torch.randn(shape, generator=self.generator)
@@ -77,8 +78,8 @@ def _guide_at(loc: dict, rho: dict) -> tuple[dict[str, np.ndarray], dict[str, np
     """The guide's ``(loc, scale)`` by site, as numpy arrays."""
     with torch.no_grad():
         return (
-            {k: v.detach().numpy().copy() for k, v in loc.items()},
-            {k: torch.nn.functional.softplus(v).numpy().copy() for k, v in rho.items()},
+            {k: to_numpy(v).copy() for k, v in loc.items()},
+            {k: to_numpy(torch.nn.functional.softplus(v)).copy() for k, v in rho.items()},
         )
 
 
@@ -87,7 +88,7 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     x, y = target.x, target.y
     batch, scale = options.likelihood_scale(target.num_data)
     schedule = batch_schedule_for(target.num_data, batch, options, seed)
-    batches = None if schedule is None else torch.from_numpy(schedule).long()
+    batches = None if schedule is None else torch.as_tensor(schedule).long()
     loc0, std0, init = initial_guide(name, target, options, seed)
     loc = {k: torch.tensor(v, requires_grad=True) for k, v in loc0.items()}
     rho = {k: torch.tensor(inverse_softplus(v), requires_grad=True) for k, v in std0.items()}

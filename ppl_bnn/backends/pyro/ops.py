@@ -13,6 +13,7 @@ import torch
 from pyro import poutine
 
 from ppl_bnn.backends.pyro import conv
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.rng import pyro_scope
 from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.dropout import Dropout
@@ -130,7 +131,7 @@ def grad_log_density(
     with pyro_scope():
         log_p = log_joint(spec)(tensors, x, y)
     grads = torch.autograd.grad(log_p, [tensors[k] for k in names])
-    return {k: g.numpy() for k, g in zip(names, grads, strict=True)}
+    return {k: to_numpy(g) for k, g in zip(names, grads, strict=True)}
 
 
 def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -141,5 +142,5 @@ def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray
     with torch.no_grad():
         for start in range(0, num, batch):
             part = _as_params({k: v[start : start + batch] for k, v in params.items()})
-            out[start : start + batch] = forward(spec, part, x_t, PPL_PYRO).numpy()
+            out[start : start + batch] = to_numpy(forward(spec, part, x_t, PPL_PYRO))
     return out

@@ -33,6 +33,7 @@ import pyro
 import torch
 
 from ppl_bnn.backends.pyro import ops as backend
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.keys import content_key
 from ppl_bnn.model.flat import FlatLayout
 from ppl_bnn.model.program import constrain, site_transforms
@@ -164,4 +165,4 @@ class FlatPotential:
         """Flat unconstrained draws (..., size) as constrained site values."""
         with torch.no_grad():
             theta, _ = constrain(self._transforms, self.layout.unflatten(torch.as_tensor(z)))
-        return {k: v.numpy() for k, v in theta.items()}
+        return {k: to_numpy(v) for k, v in theta.items()}

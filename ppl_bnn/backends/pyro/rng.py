@@ -16,10 +16,17 @@ def seeded_torch(seed: int) -> Iterator[None]:
 
     Pyro's samplers and guides draw from torch's default generator and accept no other, so the
     state of ``torch.Generator().manual_seed(seed)`` is installed there inside
-    :func:`torch.random.fork_rng`, for the block only: nothing leaks to the caller.
+    :func:`torch.random.fork_rng`, for the block only: nothing leaks to the caller. On a CUDA
+    default device (:mod:`ppl_bnn.devices`) that device's generator is forked and seeded too,
+    as Pyro's draws are made there.
     """
-    with torch.random.fork_rng(devices=[]):
+    device = torch.get_default_device()
+    on_cuda = device.type == "cuda"
+    forked = [device.index or 0] if on_cuda else []
+    with torch.random.fork_rng(devices=forked):
         torch.set_rng_state(torch.Generator().manual_seed(seed).get_state())
+        if on_cuda:
+            torch.cuda.manual_seed(seed)
         yield
 
 

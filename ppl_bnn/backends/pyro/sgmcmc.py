@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ppl_bnn.backends.pyro.device import generator as seeded_generator
+from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.potential import FlatPotential
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
@@ -45,8 +47,8 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     schedules = batch_schedules(n, batch, options, seed, name)
     flat_per_chain, stats_per_chain, diverged_at, bad_sites = [], [], [], set()
     for chain, position in enumerate(starts):
-        batches = None if schedules is None else torch.from_numpy(schedules[chain]).long()
-        generator = torch.Generator().manual_seed(child_seed(seed, f"{name}_chain{chain}"))
+        batches = None if schedules is None else torch.as_tensor(schedules[chain]).long()
+        generator = seeded_generator(child_seed(seed, f"{name}_chain{chain}"))
         state = init({"z": torch.as_tensor(potential.layout.flatten(position))})
         kept_z, chain_stats = [], {"step_size": [], "lp": []}
         diverged, warm = -1, None
@@ -72,7 +74,7 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
             state = new
             kept_step = t - options.num_burnin + 1
             if kept_step > 0 and kept_step % options.thinning == 0:
-                kept_z.append(state.position["z"].numpy().copy())
+                kept_z.append(to_numpy(state.position["z"]).copy())
                 chain_stats["step_size"].append(float(info.step_size))
                 chain_stats["lp"].append(float(info.log_density))
         end = now()

@@ -1,0 +1,257 @@
+"""A prepared check of the GPU path: MNIST networks and a digits reference on one device.
+
+Prints one table:
+
+- **LeNet-5, Flipout**: a Bayesian LeNet-5 (``ppl_bnn.bench.lenet``, the scale-mixture prior)
+  fitted by mean-field VI with the Flipout estimator on MNIST's training images, minibatches of
+  128, for 3 epochs, per backend: test accuracy and NLL (10 draws), seconds per epoch, and the
+  Bayesian step against a plain LeNet-5 training step in the same framework;
+- **MLP-1024**: one hidden layer of 1,024 ReLU units, mean-field VI with KL weight 1e-3,
+  minibatches of 128, up to 20 epochs, per backend: test accuracy;
+- **digits reference**: the NumPyro NUTS reference posterior of the default suite's digits
+  network (4 chains of 1,000 + 1,000 draws, tree depth up to 10, the reference gate), within a
+  time limit: R-hat, bulk ESS and minutes.
+
+On a GPU machine, from the repository, with the packages the machine lacks brought as wheels::
+
+    pip install --no-deps pyro_ppl-*.whl arviz-*.whl   # and what else the import check names
+    PYTHONPATH=. python benchmarks/gpu_check.py --data-dir DATA
+
+``--quick`` runs the same checks on a few hundred images and steps, on the CPU, end to end in
+minutes: it checks the script, not the GPU. ``--device`` overrides the device (default: cuda,
+or cpu with ``--quick``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: What the check imports, and the lowest version of each that the package was built against
+#: (older ones are named, not refused: the run says which it used).
+NEEDS = {
+    "torch": "2.4",
+    "jax": "0.4.30",
+    "numpyro": "0.15",
+    "pyro": "1.9.1",
+    "arviz": "0.17",
+}
+BATCH = 128
+LOGGER = logging.getLogger("gpu_check")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much of each check runs."""
+
+    train: int | None  # MNIST training images (None: all 60,000)
+    test: int | None  # test images scored
+    lenet_epochs: float
+    mlp_epochs: float
+    plain_steps: int
+    reference: dict[str, Any]  # the [reference] table of the digits suite
+
+
+FULL = Sizes(
+    train=None,
+    test=None,
+    lenet_epochs=3,
+    mlp_epochs=20,
+    plain_steps=50,
+    reference={"num_chains": 4, "num_warmup": 1000, "num_samples": 1000,
+               "max_tree_depth": 10, "timeout_s": 240},
+)  # fmt: skip
+QUICK = Sizes(
+    train=512,
+    test=256,
+    lenet_epochs=1,
+    mlp_epochs=1,
+    plain_steps=3,
+    reference={"num_chains": 2, "num_warmup": 20, "num_samples": 20,
+               "max_tree_depth": 3, "timeout_s": 240},
+)  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    """The installed version of each needed package; exits naming any that is missing."""
+    found, missing = {}, []
+    for name in NEEDS:
+        try:
+            found[name] = importlib.import_module(name).__version__
+        except ImportError:
+            missing.append(name)
+    if missing:
+        sys.exit(
+            "gpu_check needs "
+            + ", ".join(f"{n}>={NEEDS[n]}" for n in missing)
+            + " (bring them as wheels: pip install --no-deps <wheel>)"
+        )
+    return found
+
+
+def mnist(data_dir: str | None, sizes: Sizes) -> Any:
+    from ppl_bnn.data import load_dataset
+
+    return load_dataset(
+        "mnist", data_dir=data_dir, image=True, max_train=sizes.train, max_test=sizes.test, seed=0
+    )
+
+
+def steps_for(epochs: float, n: int) -> int:
+    return max(1, round(epochs * n / BATCH))
+
+
+def scores(result: Any, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Test accuracy and NLL of a classification fit's predictive."""
+    from ppl_bnn.metrics.classification import classification_metrics
+
+    out = classification_metrics(result.predict(x).draws, y)
+    return out["accuracy"], out["nll"]
+
+
+def lenet_rows(data: Any, backend: str, sizes: Sizes) -> list[tuple[str, ...]]:
+    from ppl_bnn import BNN, fit
+    from ppl_bnn.bench import lenet
+
+    x = data.x_train.astype(np.float32)
+    n = len(x)
+    plain_run, _ = lenet.plain_step(backend, x, data.y_train, batch_size=BATCH,
+                                    steps=sizes.plain_steps)  # fmt: skip
+    plain_s = plain_run()
+    model = BNN(x, data.y_train, layers=lenet.lenet5(), likelihood="categorical",
+                num_classes=10, prior=lenet.PRIORS["scale_mixture"])  # fmt: skip
+    steps = steps_for(sizes.lenet_epochs, n)
+    result = fit(model, "svi", backend=backend, seed=0, estimator="flipout", batch_size=BATCH,
+                 num_steps=steps, learning_rate=1e-3, num_draws=10)  # fmt: skip
+    # Flipout's own steps: the warmup less the MAP warm start (init_loc="map").
+    step_s = (result.timings["warmup"] - result.info.get("init_map_seconds", 0.0)) / steps
+    accuracy, nll = scores(result, data.x_test, data.y_test)
+    epoch_s = step_s * n / BATCH
+    return [
+        (
+            "LeNet-5, Flipout",
+            backend,
+            f"{sizes.lenet_epochs:g} epochs of {n}",
+            f"accuracy {accuracy:.4f}, NLL {nll:.3f}",
+            f"{epoch_s:.1f} s/epoch; step {step_s * 1e3:.1f} ms = {step_s / plain_s:.2f}x plain "
+            f"({plain_s * 1e3:.1f} ms); compile {result.timings['compile']:.1f} s",
+        )
+    ]
+
+
+def mlp_rows(data: Any, backend: str, sizes: Sizes) -> list[tuple[str, ...]]:
+    from ppl_bnn import BNN, fit
+
+    x = data.x_train.reshape(len(data.x_train), -1).astype(np.float32)
+    x_test = data.x_test.reshape(len(data.x_test), -1).astype(np.float32)
+    model = BNN(x, data.y_train, hidden=(1024,), activation="relu", likelihood="categorical",
+                num_classes=10)  # fmt: skip
+    steps = steps_for(sizes.mlp_epochs, len(x))
+    result = fit(model, "svi", backend=backend, seed=0, batch_size=BATCH, num_steps=steps,
+                 learning_rate=1e-3, kl_weight=1e-3, num_draws=20)  # fmt: skip
+    accuracy, nll = scores(result, x_test, data.y_test)
+    return [
+        (
+            "MLP-1024, VI",
+            backend,
+            f"{sizes.mlp_epochs:g} epochs of {len(x)}",
+            f"accuracy {accuracy:.4f}, NLL {nll:.3f}",
+            f"{result.timings['warmup']:.1f} s of steps",
+        )
+    ]
+
+
+def reference_rows(sizes: Sizes, device: str) -> list[tuple[str, ...]]:
+    """The digits reference through ``ppl-bnn reference``, in a cache of its own."""
+    import json
+
+    from ppl_bnn.cli import main
+
+    folder = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    table = "\n".join(f"{k} = {v}" for k, v in sizes.reference.items())
+    suite = folder / "gpu-check.toml"
+    suite.write_text(
+        'name = "gpu-check"\nbackends = ["numpyro"]\n'
+        f"[reference]\n{table}\n"
+        '[model]\nhidden = [50]\nactivation = "tanh"\n'
+        '[[datasets]]\nname = "digits"\n[methods.map]\n'
+    )
+    start = time.perf_counter()
+    status = main(["reference", "--suite", str(suite), "--reference-dir", str(folder / "cache"),
+                   "--jobs", "1", "--device", device])  # fmt: skip
+    minutes = (time.perf_counter() - start) / 60
+    documents = [json.loads(p.read_text()) for p in (folder / "cache").rglob("reference.json")]
+    if not documents:
+        return [("digits reference", "numpyro", "", f"no result (exit {status})", "")]
+    doc = documents[0]
+    diag = doc["diagnostics"]
+    verdict = {True: "converged", False: "not converged", None: doc["status"]}[doc["converged"]]
+    settings = sizes.reference
+    return [
+        (
+            "digits reference",
+            "numpyro",
+            f"{settings['num_chains']} chains of {settings['num_warmup']} + "
+            f"{settings['num_samples']}, depth <= {settings['max_tree_depth']}",
+            f"{verdict}: R-hat max {_show(diag['rhat_max'], '.3f')}, "
+            f"bulk ESS min {_show(diag['ess_bulk_min'], '.0f')}",
+            f"{minutes:.1f} min (limit {settings['timeout_s'] / 60:.0f})",
+        )
+    ]
+
+
+def _show(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def print_table(rows: list[tuple[str, ...]]) -> None:
+    header = ("check", "backend", "budget", "result", "cost")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for line in [header, tuple("-" * w for w in widths), *rows]:
+        print(" | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, on the CPU")
+    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default=None)
+    parser.add_argument("--data-dir", default=None, help="holds mnist/ and fashion-mnist/")
+    parser.add_argument("--backends", default="numpyro,pyro")
+    parser.add_argument("--skip", default="", help="comma-separated: lenet, mlp, reference")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    found = versions()
+    from ppl_bnn import configure_runtime, devices
+
+    device = args.device or ("cpu" if args.quick else "cuda")
+    configure_runtime(host_devices=1, device=device)
+    sizes = QUICK if args.quick else FULL
+    skip = {s for s in args.skip.split(",") if s}
+    backends = [b for b in args.backends.split(",") if b]
+    start = time.perf_counter()
+    rows: list[tuple[str, ...]] = []
+    data = None if {"lenet", "mlp"} <= skip else mnist(args.data_dir, sizes)
+    for backend in backends:
+        if "lenet" not in skip:
+            rows += lenet_rows(data, backend, sizes)
+        if "mlp" not in skip:
+            rows += mlp_rows(data, backend, sizes)
+    if "reference" not in skip:
+        rows += reference_rows(sizes, devices.current())
+    print(f"device {devices.current()}; " + ", ".join(f"{k} {v}" for k, v in found.items()))
+    print_table(rows)
+    print(f"{(time.perf_counter() - start) / 60:.1f} minutes in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
