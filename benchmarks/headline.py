@@ -206,38 +206,45 @@ def run_table(suite: str) -> str:
     return "\n".join(["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 
 
-def published(suite: str) -> str:
-    """Per UCI data set of the records: each contestant's test log-likelihood and RMSE (mean ±
-    standard error over its splits) beside the published figures, labelled with their sources
-    (:mod:`ppl_bnn.report.references`, typed in from the papers)."""
-    from ppl_bnn.report.references import references_for
+def _published_block(dataset: str, rows: list[dict[str, str]]) -> list[str]:
+    """One dataset's rows of :func:`published`: ours, then the published figures."""
+    from ppl_bnn.report.references import classification_references_for, references_for
 
+    regression, classification = references_for(dataset), classification_references_for(dataset)
+    if not (regression or classification):
+        return []
+    columns = ("test_ll", "rmse") if regression else ("accuracy", "nll")
+    names = ("test LL", "RMSE") if regression else ("accuracy", "NLL")
+    lines = [
+        f"### {dataset}",
+        "",
+        f"| method | source | splits | {names[0]} | {names[1]} |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for method, backend in dict.fromkeys((r["method"], r["backend"]) for r in rows):
+        mine = [r for r in rows if r["method"] == method and r["backend"] == backend]
+        first, second = (_mean_se([float(r[c]) for r in mine if r.get(c)], 4) for c in columns)
+        splits = len({r["split"] for r in mine})
+        lines.append(f"| {method}/{backend} | these records | {splits} | {first} | {second} |")
+    for ref in regression:
+        ll, rmse = _number(ref.test_ll, ref.test_ll_se), _number(ref.rmse, ref.rmse_se)
+        lines.append(f"| {ref.method} | {ref.source.label} | all | {ll} | {rmse} |")
+    for ref in classification:
+        nll = "" if ref.nll is None else f"{ref.nll:g}"
+        lines.append(f"| {ref.model} | {ref.source.label} | | {ref.accuracy:g} | {nll} |")
+    return [*lines, ""]
+
+
+def published(suite: str) -> str:
+    """Per data set of the records that has published figures: each contestant's test
+    log-likelihood and RMSE (regression) or accuracy and NLL (classification), mean ± standard
+    error over its splits and seeds, beside the published figures, labelled with their sources
+    (:mod:`ppl_bnn.report.references`, typed in from the papers)."""
     with open(RESULTS / suite / "results.csv", newline="") as handle:
         cells = [row for row in csv.DictReader(handle) if not row.get("sweep")]
-    blocks = []
+    blocks: list[str] = []
     for dataset in dict.fromkeys(row["dataset"] for row in cells):
-        refs = references_for(dataset)
-        if not refs:
-            continue
-        rows = [row for row in cells if row["dataset"] == dataset]
-        lines = [
-            f"### {dataset}",
-            "",
-            "| method | source | splits | test LL | RMSE |",
-            "|---|---|---:|---:|---:|",
-        ]
-        for method, backend in dict.fromkeys((r["method"], r["backend"]) for r in rows):
-            mine = [r for r in rows if r["method"] == method and r["backend"] == backend]
-            ll, rmse = (
-                _mean_se([float(r[c]) for r in mine if r.get(c)], 3) for c in ("test_ll", "rmse")
-            )
-            splits = len({r["split"] for r in mine})
-            lines.append(f"| {method}/{backend} | these records | {splits} | {ll} | {rmse} |")
-        for ref in refs:
-            ll = _number(ref.test_ll, ref.test_ll_se)
-            rmse = _number(ref.rmse, ref.rmse_se)
-            lines.append(f"| {ref.method} | {ref.source.label} | all | {ll} | {rmse} |")
-        blocks += [*lines, ""]
+        blocks += _published_block(dataset, [r for r in cells if r["dataset"] == dataset])
     return "\n".join(blocks).rstrip()
 
 
