@@ -6,8 +6,9 @@ mean cross-entropy, backward pass and an Adam update (Kingma & Ba 2015,
 :math:`\theta \leftarrow \theta - \eta\,\hat m / (\sqrt{\hat v} + \epsilon)`) on a minibatch
 drawn from the training images:
 
-- JAX: one jitted ``lax.scan`` over ``steps`` steps (hand-written Adam), as the NumPyro
-  ``meanfield`` driver runs its whole optimisation;
+- JAX: one jitted step (hand-written Adam) called once per step, as the NumPyro drivers step a
+  network with convolutions on the CPU (:func:`ppl_bnn.backends.numpyro.steps.steps_in_loop`:
+  XLA:CPU runs convolutions far slower inside a compiled loop);
 - torch: ``torch.nn`` modules and ``torch.optim.Adam`` stepped from a Python loop, as the Pyro
   driver runs.
 
@@ -133,19 +134,19 @@ def jax_plain_step(
         )
         return (p, m, v), None
 
-    def train(p, schedule):
-        zeros = jax.tree.map(jnp.zeros_like, p)
-        (p, _, _), _ = lax.scan(step, (p, zeros, zeros), (jnp.arange(steps), schedule))
-        return p
-
+    zeros = jax.tree.map(jnp.zeros_like, params)
     schedule = jnp.asarray(_batches(len(x), batch_size, steps, seed=1))
+    carry = (params, zeros, zeros)
     start = now()
-    compiled = jax.jit(train).lower(params, schedule).compile()
+    compiled = jax.jit(step).lower(carry, (jnp.float32(0), schedule[0])).compile()
     compile_s = now() - start
 
     def run() -> float:
+        state = carry
         start = now()
-        jax.block_until_ready(compiled(params, schedule))
+        for i in range(steps):
+            state, _ = compiled(state, (jnp.float32(i), schedule[i]))
+        jax.block_until_ready(state)
         return (now() - start) / steps
 
     return run, compile_s

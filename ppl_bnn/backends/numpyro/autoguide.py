@@ -14,7 +14,7 @@ from numpyro.optim import Adam
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
 from ppl_bnn.backends.numpyro.guides import guide_class
 from ppl_bnn.backends.numpyro.programs import compiled
-from ppl_bnn.backends.numpyro.steps import hold, run_steps
+from ppl_bnn.backends.numpyro.steps import hold, run_steps, steps_in_loop
 from ppl_bnn.backends.numpyro.svi_init import initialise, set_up, traced
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import HessianError, RunOutput
@@ -102,6 +102,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
         record,
         program_key,
         data,
+        loop=steps_in_loop(target.spec),
     )
     end = now()
     params = svi.get_params(state)

@@ -14,7 +14,7 @@ from numpyro.optim import Adam
 
 from ppl_bnn.backends.numpyro.elbo import scaled_log_likelihood
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
-from ppl_bnn.backends.numpyro.steps import hold, run_steps
+from ppl_bnn.backends.numpyro.steps import hold, run_steps, steps_in_loop
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.curves import make_curve
@@ -119,6 +119,7 @@ def run(name: str, target: Target, options: GaussianGuideOptions, seed: int) -> 
     state, (losses, log_lik), compile_s, run_s = run_steps(
         one_step, state, (step_keys, schedule), options.num_steps, curve,
         lambda state: curve.checkpoint(*guide_at(state)), program_key, (x, y),
+        loop=steps_in_loop(target.spec),
     )  # fmt: skip
     end = now()
     fitted = optimiser.get_params(state)
