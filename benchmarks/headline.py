@@ -127,9 +127,13 @@ METRICS = (
     ("test LL", "test_ll", 3),
     ("RMSE", "rmse", 3),
     ("accuracy", "accuracy", 3),
+    ("NLL", "nll", 3),
     ("90% coverage", "coverage_90", 2),
     ("ECE", "ece", 3),
     ("OOD AUROC", "ood_auroc", 2),
+    ("refused: test", "refused_test", 2),
+    ("refused: OOD", "refused_ood", 2),
+    ("refused: noise", "refused_noise", 2),
     ("fit, total (s)", "time_total", 3),
 )
 
