@@ -95,6 +95,11 @@ def versions() -> dict[str, str]:
             + ", ".join(f"{n}>={NEEDS[n]}" for n in missing)
             + " (bring them as wheels: pip install --no-deps <wheel>)"
         )
+    try:  # the rest of what ppl_bnn imports (xarray, h5netcdf, scikit-learn, ...)
+        importlib.import_module("ppl_bnn.bench")
+        importlib.import_module("ppl_bnn.report")
+    except ModuleNotFoundError as err:
+        sys.exit(f"gpu_check needs {err.name} (bring it as a wheel: pip install --no-deps <wheel>)")
     return found
 
 
