@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ppl_bnn.report.fmt import mean_se
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SUITES = Path(__file__).resolve().parent
 #: The files of a results folder that are kept (``run.json`` is written from ``suite.json``).
@@ -33,16 +35,6 @@ KEPT = ("results.csv", "summary.json")
 
 def _markers(suite: str) -> tuple[str, str]:
     return f"<!-- headline:{suite} -->", "<!-- /headline -->"
-
-
-def _number(value: float | None, se: float | None) -> str:
-    """``value ± se`` to the second significant digit of ``se`` (the report's rule)."""
-    if value is None:
-        return ""
-    if se is None or not math.isfinite(se) or se <= 0:
-        return f"{value:.3g}"
-    digits = max(0, 1 - math.floor(math.log10(se)))
-    return f"{value:.{digits}f} ± {se:.{digits}f}"
 
 
 def _names(standings: list[dict[str, Any]], grade: str) -> list[dict[str, Any]]:
@@ -72,7 +64,7 @@ def headline(suite: str) -> str:
         trusted = _names(standings, "trust")
         if trusted:
             top = trusted[0]
-            trust = f"{top['method']}/{top['backend']} ({_number(top['value'], top['se'])})"
+            trust = f"{top['method']}/{top['backend']} ({mean_se(top['value'], top['se'])})"
         else:
             top, trust = None, "nothing ranked"
         ties = [s for s in _names(standings, "as good") if s["cost_s"] is not None]
@@ -112,7 +104,7 @@ def standings(suite: str) -> str:
         rows = []
         for s in entry["standings"]:
             cost = "" if s["cost_s"] is None else f"{s['cost_s']:.3g}"
-            score = _number(s["value"], s["se"])
+            score = mean_se(s["value"], s["se"])
             rows.append(
                 f"| {s['method']} | {s['backend']} | {s['grade']} | {score} | {cost} "
                 f"| {s['reason']} |"
@@ -146,39 +138,48 @@ METRICS = (
 )
 
 
-def _mean_se(values: list[float], digits: int) -> str:
+def _over_cells(rows: list[dict[str, str]], column: str, digits: int) -> str:
+    """Mean ± standard error of ``column`` over the cells that have it (the report's format)."""
+    values = [float(r[column]) for r in rows if r.get(column)]
     if not values:
         return ""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return f"{mean:.{digits}g}"
-    se = statistics.stdev(values) / math.sqrt(len(values))
-    return _number(mean, se) if se > 0 else f"{mean:.{digits}g}"
+    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
+    return mean_se(statistics.fmean(values), se, digits)
+
+
+def _cells(suite: str) -> list[dict[str, str]]:
+    """The rows of the suite's ``results.csv``."""
+    with open(RESULTS / suite / "results.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _contests(suite: str) -> dict[str, dict[tuple[str, str], list[dict[str, str]]]]:
+    """The contestants' rows of ``results.csv`` (the studies' cells left out), by dataset and
+    then by ``(method, backend)``, in the order of the file."""
+    out: dict[str, dict[tuple[str, str], list[dict[str, str]]]] = {}
+    for row in _cells(suite):
+        if not row.get("sweep"):
+            contest = out.setdefault(row["dataset"], {})
+            contest.setdefault((row["method"], row["backend"]), []).append(row)
+    return out
 
 
 def metrics(suite: str) -> str:
     """Per dataset, every contestant's held-out metrics from ``results.csv``: mean ± standard
     error over its cells (seeds, or splits), the sweeps' cells left out, a column only where
     the dataset has it."""
-    with open(RESULTS / suite / "results.csv", newline="") as handle:
-        cells = [row for row in csv.DictReader(handle) if not row.get("sweep")]
     blocks = []
-    for dataset in dict.fromkeys(row["dataset"] for row in cells):
-        rows = [row for row in cells if row["dataset"] == dataset]
+    for dataset, contestants in _contests(suite).items():
+        rows = [row for group in contestants.values() for row in group]
         columns = [m for m in METRICS if any(row.get(m[1]) for row in rows)]
-        contestants = dict.fromkeys((row["method"], row["backend"]) for row in rows)
         lines = [
             f"### {dataset}",
             "",
             "| method | backend | cells | " + " | ".join(c[0] for c in columns) + " |",
             "|---|---|---:|" + "---:|" * len(columns),
         ]
-        for method, backend in contestants:
-            mine = [r for r in rows if r["method"] == method and r["backend"] == backend]
-            numbers = [
-                _mean_se([float(r[col]) for r in mine if r.get(col)], digits)
-                for _, col, digits in columns
-            ]
+        for (method, backend), mine in contestants.items():
+            numbers = [_over_cells(mine, col, digits) for _, col, digits in columns]
             lines.append(f"| {method} | {backend} | {len(mine)} | " + " | ".join(numbers) + " |")
         blocks += [*lines, ""]
     return "\n".join(blocks).rstrip()
@@ -188,10 +189,8 @@ def run_table(suite: str) -> str:
     """The run behind the records: commit, date, cells, wall time, machine and versions."""
     run = json.loads((RESULTS / suite / "run.json").read_text())
     env = run["environment"]
-    with open(RESULTS / suite / "results.csv", newline="") as handle:
-        cells = list(csv.DictReader(handle))
     splits: dict[str, set[int]] = {}
-    for row in cells:
+    for row in _cells(suite):
         splits.setdefault(row["dataset"], set()).add(int(row["split"]))
     rows = [
         ("command", f"`{run['command']}`" if run.get("command") else "not recorded"),
@@ -218,7 +217,9 @@ def run_table(suite: str) -> str:
     return "\n".join(["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 
 
-def _published_block(dataset: str, rows: list[dict[str, str]]) -> list[str]:
+def _published_block(
+    dataset: str, contestants: dict[tuple[str, str], list[dict[str, str]]]
+) -> list[str]:
     """One dataset's rows of :func:`published`: ours, then the published figures."""
     from ppl_bnn.report.references import classification_references_for, references_for
 
@@ -233,13 +234,12 @@ def _published_block(dataset: str, rows: list[dict[str, str]]) -> list[str]:
         f"| method | source | splits | {names[0]} | {names[1]} |",
         "|---|---|---:|---:|---:|",
     ]
-    for method, backend in dict.fromkeys((r["method"], r["backend"]) for r in rows):
-        mine = [r for r in rows if r["method"] == method and r["backend"] == backend]
-        first, second = (_mean_se([float(r[c]) for r in mine if r.get(c)], 4) for c in columns)
+    for (method, backend), mine in contestants.items():
+        first, second = (_over_cells(mine, c, 4) for c in columns)
         splits = len({r["split"] for r in mine})
         lines.append(f"| {method}/{backend} | these records | {splits} | {first} | {second} |")
     for ref in regression:
-        ll, rmse = _number(ref.test_ll, ref.test_ll_se), _number(ref.rmse, ref.rmse_se)
+        ll, rmse = mean_se(ref.test_ll, ref.test_ll_se), mean_se(ref.rmse, ref.rmse_se)
         lines.append(f"| {ref.method} | {ref.source.label} | all | {ll} | {rmse} |")
     for ref in classification:
         nll = "" if ref.nll is None else f"{ref.nll:g}"
@@ -252,11 +252,9 @@ def published(suite: str) -> str:
     log-likelihood and RMSE (regression) or accuracy and NLL (classification), mean ± standard
     error over its splits and seeds, beside the published figures, labelled with their sources
     (:mod:`ppl_bnn.report.references`, typed in from the papers)."""
-    with open(RESULTS / suite / "results.csv", newline="") as handle:
-        cells = [row for row in csv.DictReader(handle) if not row.get("sweep")]
     blocks: list[str] = []
-    for dataset in dict.fromkeys(row["dataset"] for row in cells):
-        blocks += _published_block(dataset, [r for r in cells if r["dataset"] == dataset])
+    for dataset, contestants in _contests(suite).items():
+        blocks += _published_block(dataset, contestants)
     return "\n".join(blocks).rstrip()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
@@ -42,14 +43,8 @@ class RecordsDirective(SphinxDirective):
             raise self.error(f"no committed records for suite {suite!r} in {folder}")
         for file in folder.iterdir():
             self.env.note_dependency(str(file))
-        container = self.parse_text_to_nodes(render(suite))
-        return container
-
-    def parse_text_to_nodes(self, text: str):  # type: ignore[no-untyped-def]
-        from docutils import nodes
-
         node = nodes.container()
-        self.state.nested_parse(StringList(text.splitlines(), source="records"), 0, node)
+        self.state.nested_parse(StringList(render(suite).splitlines(), source="records"), 0, node)
         return node.children
 
 

@@ -55,6 +55,12 @@ def lenet5() -> list[Layer]:
     ]
 
 
+def own_steps_seconds(result: Any) -> float:
+    """Seconds a fit spent on its own optimisation steps: its warmup less the MAP warm start's
+    (``info["init_map_seconds"]``, where ``init_loc="map"``)."""
+    return result.timings["warmup"] - result.info.get("init_map_seconds", 0.0)
+
+
 def mnist_images(
     n: int, data_dir: str | None = None, seed: int = 0, size: int = 28
 ) -> tuple[np.ndarray, np.ndarray, str]:

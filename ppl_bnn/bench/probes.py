@@ -473,9 +473,7 @@ def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     for _ in range(repeats):
         plain.append(plain_run())
         result = fit(model, "svi", backend=backend, seed=0, **options)
-        # The fit's own steps: its warmup less the MAP warm start's steps (init_loc="map").
-        own = result.timings["warmup"] - result.info.get("init_map_seconds", 0.0)
-        steps.append(own / options["num_steps"])
+        steps.append(lenet.own_steps_seconds(result) / options["num_steps"])
         compiles.append(result.timings["compile"])
     variant = options["estimator"]
     return [
