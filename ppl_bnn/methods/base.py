@@ -1,5 +1,6 @@
-"""What a method is (:class:`Method`), what its runner returns (:class:`RunOutput`), and the errors
-a method raises when it breaks down."""
+"""What a method is (:class:`Method`), what its runner returns
+(:class:`~ppl_bnn.methods.output.RunOutput`), and the errors a method raises when it breaks
+down."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from ppl_bnn.engine.registry import BACKENDS, get_driver, has_driver
 from ppl_bnn.methods import shared
+from ppl_bnn.methods.output import RunOutput
 
 
 class Family(StrEnum):
@@ -24,30 +24,6 @@ class Family(StrEnum):
     MARKOV_CHAIN = "markov_chain"
     #: Independent fits combined as equally weighted draws: deep ensembles.
     ENSEMBLE = "ensemble"
-
-
-@dataclass
-class RunOutput:
-    """Raw output of a runner, before ``fit`` adds the pointwise log-likelihood.
-
-    Attributes:
-        draws: Site -> array shaped (chain, draw, *site_shape), constrained space.
-        sample_stats: Stat -> array shaped (chain, draw) (samplers only).
-        timings: Seconds: ``compile``, ``warmup`` (MCMC warmup / SVI optimisation), ``sampling``.
-        losses: SVI loss (negative ELBO estimate) per step.
-        variational: SVI guide parameters (unconstrained): ``{"loc": {...}, "scale": {...}}``.
-        info: Anything else worth recording (chain method, Pyro jit mode, threads, divergence).
-        linearised_at: The mode a linearised (GLM) predictive expands the network around, site ->
-            value (constrained space, one draw's shape); None: the predictive over draws.
-    """
-
-    draws: dict[str, np.ndarray]
-    timings: dict[str, float]
-    sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
-    losses: np.ndarray | None = None
-    variational: dict[str, dict[str, np.ndarray]] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    linearised_at: dict[str, np.ndarray] | None = None
 
 
 #: Metadata key of an options field that one backend only reads: the backend's name.
