@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +100,19 @@ def test_the_cli_refuses_cuda_before_anything_runs(
         )
     assert caplog.text.count("needs a CUDA device") == 2
     assert not reports.exists() and not out.exists()
+
+
+def test_the_cli_refusal_is_all_it_prints_in_a_fresh_process(tmp_path: Path) -> None:
+    """In a process whose JAX has not yet looked for its platforms (as a user's shell starts
+    one), the refusal is the only line: not JAX's log of the platforms it failed to load."""
+    data = tmp_path / "data.csv"
+    data.write_text("a,y\n" + "\n".join(f"{i},{i * 0.5}" for i in range(30)) + "\n")
+    command = [sys.executable, "-m", "ppl_bnn.cli", "compare", str(data), "--target", "y",
+               "--out", str(tmp_path / "out"), "--device", "cuda"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "ERROR ppl_bnn.cli: device='cuda' needs a CUDA device" in lines[0]
 
 
 def test_a_sweep_on_auto_runs_on_the_cpu(tmp_path: Path) -> None:
