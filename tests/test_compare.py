@@ -241,7 +241,9 @@ def test_the_command_line_reads_a_test_file_with_the_training_files_classes(
     recorded = _Recorded()
     monkeypatch.setattr("ppl_bnn.cli.compare", recorded)
     train, test = tmp_path / "sine.csv", tmp_path / "held.tsv"
-    train.write_text("a,b,kind\n0.1,1,red\n0.2,2,blue\n0.3,3,green\n0.4,4,red\n")
+    train.write_text(
+        "a,b,kind\n0.1,1,red\n0.2,2,blue\n0.3,3,green\n0.4,4,red\n0.5,5,blue\n0.6,6,green\n"
+    )
     test.write_text("a\tb\tkind\n0.5\t5\tgreen\n0.6\t6\tred\n")
     args = [
         "compare", str(train), "--target", "kind", "--test", str(test), "--hidden", "8,8",
@@ -251,7 +253,7 @@ def test_the_command_line_reads_a_test_file_with_the_training_files_classes(
     ((model, kwargs),) = recorded.calls
     # Classes in sorted order of the training file's labels, the test file mapped by them.
     assert model.spec.likelihood == "categorical" and model.spec.num_classes == 3
-    assert model.y.tolist() == [2, 0, 1, 2]
+    assert model.y.tolist() == [2, 0, 1, 2, 0, 1]
     assert kwargs["test"][1].tolist() == [1, 2]
     assert model.spec.hidden == (8, 8)
     assert kwargs["methods"] == ["svi", "map"] and kwargs["backends"] == ["pyro", "numpyro"]

@@ -1,7 +1,7 @@
 """A suite's data file of your own: the ``[[datasets]]`` keys that describe it, read and checked
 when the suite is read, and the rows of each split written beside the results.
 
-The file is read once and split with :func:`ppl_bnn.data.files.load_file_splits`, so that every
+The file is read once and split with :func:`ppl_bnn.data.splits.load_file_splits`, so that every
 problem (a missing value, a non-numeric feature, a training split with one class) is reported
 before any cell runs, with the file, column and row. What reaches the cells
 (:meth:`DataFile.loader_keywords`) carries the files' SHA-256: it joins each cell's config hash,
@@ -18,7 +18,8 @@ from typing import Any
 
 from ppl_bnn.bench.schema import SuiteError, check_open_unit
 from ppl_bnn.data import dataset_names
-from ppl_bnn.data.files import DataFileError, load_file_splits
+from ppl_bnn.data.files import DataFileError
+from ppl_bnn.data.splits import load_file_splits
 from ppl_bnn.files import write_atomic
 
 #: The ``[[datasets]]`` keys of a data file (besides ``name`` and ``splits``).

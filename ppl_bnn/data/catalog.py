@@ -10,9 +10,10 @@ import numpy as np
 
 from ppl_bnn.data import idx, sklearn_sets, synthetic, uci
 from ppl_bnn.data.dataset import Dataset
-from ppl_bnn.data.files import DataFileError, load_file_split
+from ppl_bnn.data.files import DataFileError
 from ppl_bnn.data.paths import resolve_data_dir
 from ppl_bnn.data.prepare import RawData, build, check_limit
+from ppl_bnn.data.splits import load_file_split
 
 #: Sets that need no data directory: name -> loader of split k.
 BUILTIN: dict[str, Callable[[int], RawData]] = {
@@ -111,7 +112,7 @@ def load_dataset(
         image: image sets (``digits``, ``mnist``, ``fashion-mnist``) only: inputs as images
             (N, H, W, 1), e.g. (N, 28, 28, 1), for convolutional networks, instead of flat rows.
         file: a data file instead of a named set (``name`` is then only its label): the
-            keywords of :func:`~ppl_bnn.data.files.load_file_split` (``path``, ``target``,
+            keywords of :func:`~ppl_bnn.data.splits.load_file_split` (``path``, ``target``,
             ``features``, ``task``, ``test_fraction`` or ``test_path``), and optionally the
             ``sha256`` (and ``test_sha256``) the files must still have.
 

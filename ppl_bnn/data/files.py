@@ -1,32 +1,30 @@
 """A user's own data file as a data set: CSV, TSV, Parquet or NPZ.
 
 :func:`read_table` reads one file into a checked :class:`Table` (float features, a float or
-integer-label target); :func:`load_file_split` turns it into a :class:`RawData` train/test split,
-either by a seeded random split of its rows (:func:`split_rows`) or with a second file as the test
-set. Every problem with the data raises :class:`DataFileError`, whose message names the file and,
-where it applies, the column and row.
+integer-label target); :func:`array_table` makes one of arrays in memory, checked alike;
+:mod:`ppl_bnn.data.splits` splits either into training and test rows. Every problem with the data
+raises :class:`DataFileError`, whose message names the file and, where it applies, the column and
+row.
 
 Rows in messages are data rows counted from 1, as a user counts them in the file: "row 3" is the
-third data row after the header (blank lines of a CSV/TSV are skipped and not counted). Row numbers
-in the ``info`` dict of :func:`load_file_split` are 0-based indices of the same rows.
+third data row after the header (blank lines of a CSV/TSV are skipped and not counted).
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import logging
 import os
 import zipfile
-import zlib
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from ppl_bnn.data.prepare import RawData
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +34,17 @@ FILE_FORMATS: tuple[str, ...] = (".csv", ".tsv", ".parquet", ".npz")
 #: The tasks a file can hold.
 TASKS: tuple[str, ...] = ("regression", "classification")
 
+#: Most classes a file's labels may have, as a share of its rows. A class is learned from its
+#: training rows and scored on its test rows, so it needs at least 2 rows; more classes than half
+#: the rows means some class has a single row (and a target of row ids or measurements is likely
+#: mistaken for labels). :func:`read_table` refuses classification beyond it when it infers the
+#: classes from the file (not with given ``classes``, as for a small test file).
+MAX_CLASS_SHARE = 0.5
+
+#: Items of a listing (labels, column names) shown in a message before "... and N more".
+_LISTED = 10
+
 _CHUNK = 1 << 20
-#: Spawn key of the row-split stream, so it is independent of the subset streams of
-#: :func:`ppl_bnn.data.prepare.subset_generators` (children of the same ``(seed, split)``).
-_SPLIT_KEY = (zlib.crc32(b"ppl_bnn.data.files.split_rows"),)
 
 
 class DataFileError(ValueError):
@@ -62,6 +67,7 @@ class Table:
             ``None`` for regression.
         path: the file, as given.
         sha256: hex SHA-256 of the file's bytes.
+        columns: every column of the file, used or not.
     """
 
     x: np.ndarray
@@ -72,6 +78,7 @@ class Table:
     classes: tuple[str, ...] | None
     path: str
     sha256: str
+    columns: tuple[str, ...] = ()
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -92,6 +99,64 @@ def _suffix(path: str) -> str:
             f"known formats: {', '.join(FILE_FORMATS)}"
         )
     return suffix
+
+
+def _listing(items: Iterable[Any], limit: int = _LISTED) -> str:
+    """``items`` quoted and comma-separated, the first ``limit`` of them, then "... and N more"."""
+    items = list(items)
+    shown = ", ".join(repr(i) for i in items[:limit])
+    return shown + (f", ... and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _show(value: Any) -> str:
+    """A value as a user writes it: numbers plainly (``inf``, ``-inf``, ``nan``, ``1.5``),
+    strings and other objects by their repr."""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return str(float(value))
+    if isinstance(value, str):
+        return repr(str(value))
+    return repr(value)
+
+
+def _repeated(path: str, names: Sequence[Any]) -> None:
+    """Raise naming the repeated ones of ``names`` (column names as written in the file)."""
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        plural = "s" if len(repeated) > 1 else ""
+        raise DataFileError(
+            f"{path}: repeated column name{plural} {_listing(repeated)}; "
+            "rename the columns so each name is used once"
+        )
+
+
+def _csv_header(path: str, sep: str) -> list[str] | None:
+    """The header row of a CSV/TSV file as written (first non-blank row); ``None`` if unreadable.
+
+    pandas renames a repeated name ``a`` to ``a.1``, which a real column may also be called, so
+    repeats are looked for here, in the file itself.
+    """
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            return next((row for row in csv.reader(handle, delimiter=sep) if row), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def _parquet_names(path: str) -> list[str] | None:
+    """The column names of a Parquet file's schema; ``None`` without pyarrow or if unreadable.
+
+    pyarrow writes repeated names, but reading them back fails with an obscure message.
+    """
+    try:
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    except (ImportError, OSError, ValueError):  # pd.read_parquet then says why
+        return None
 
 
 def _read_npz(path: str) -> pd.DataFrame:
@@ -127,6 +192,7 @@ def _read_frame(path: str, suffix: str) -> pd.DataFrame:
     if suffix == ".npz":
         return _read_npz(path)
     if suffix == ".parquet":
+        _repeated(path, _parquet_names(path) or [])
         try:
             frame = pd.read_parquet(path)
         except ImportError as exc:
@@ -145,9 +211,9 @@ def _read_frame(path: str, suffix: str) -> pd.DataFrame:
         except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
             kind = "TSV" if suffix == ".tsv" else "CSV"
             raise DataFileError(f"{path}: cannot parse it as {kind} ({exc})") from exc
+        _repeated(path, _csv_header(path, sep) or [])
     frame.columns = [str(c) for c in frame.columns]
-    if len(set(frame.columns)) != len(frame.columns):
-        raise DataFileError(f"{path}: repeated column names: {', '.join(frame.columns)}")
+    _repeated(path, frame.columns)
     return frame.reset_index(drop=True)
 
 
@@ -162,14 +228,60 @@ def _first_problem(
     where = f"{path}: column {column!r}, row {i + 1}"
     if missing[i]:
         raise DataFileError(f"{where}: missing value")
-    raise DataFileError(f"{where}: {what} {values[i]!r}")
+    raise DataFileError(f"{where}: {what} {_show(values[i])}")
+
+
+#: What :func:`pandas.api.types.infer_dtype` calls values that must not be read as numbers.
+_TIME_KINDS = {
+    "datetime64": "datetimes",
+    "datetime": "datetimes",
+    "date": "dates",
+    "time": "times of day",
+    "period": "periods",
+    "timedelta64": "timedeltas",
+    "timedelta": "timedeltas",
+}
+
+
+def _refuse_kind(path: str, frame: pd.DataFrame, column: str) -> None:
+    """Raise for a column of complex numbers or of dates, times or durations.
+
+    pandas would read these as numbers silently: complex ones losing their imaginary part,
+    times as nanoseconds (or microseconds) since 1970.
+    """
+    series = frame[column]
+    dtype = series.dtype
+    values: Any = series
+    if isinstance(dtype, pd.CategoricalDtype):
+        values = dtype.categories
+        dtype = values.dtype
+    if pd.api.types.is_complex_dtype(dtype):
+        kind = "complex"
+    elif pd.api.types.is_datetime64_any_dtype(dtype) or isinstance(dtype, pd.PeriodDtype):
+        kind = "datetime"
+    elif pd.api.types.is_timedelta64_dtype(dtype):
+        kind = "timedelta"
+    elif pd.api.types.is_object_dtype(dtype):
+        kind = pd.api.types.infer_dtype(values, skipna=True)
+    else:
+        return
+    if kind == "complex":
+        raise DataFileError(
+            f"{path}: column {column!r} holds complex numbers ({dtype}); only real numbers can "
+            "be used: keep the real part or the magnitude yourself, or split it into two columns"
+        )
+    if kind in _TIME_KINDS:
+        raise DataFileError(
+            f"{path}: column {column!r} holds {_TIME_KINDS[kind]} ({dtype}); convert it to a "
+            "number yourself (e.g. seconds since an origin of your choice), or leave it out"
+        )
 
 
 def _numeric(path: str, frame: pd.DataFrame, column: str) -> np.ndarray:
     """Column ``column`` as finite float64; booleans count as 0/1.
 
     Raises :class:`DataFileError` naming the first row with a missing, non-numeric or infinite
-    value.
+    value (the column must have passed :func:`_refuse_kind`).
     """
     series = frame[column]
     dtype = series.dtype
@@ -181,7 +293,10 @@ def _numeric(path: str, frame: pd.DataFrame, column: str) -> np.ndarray:
     else:
         raw = series.astype(object).to_numpy()
         missing = pd.isna(series).to_numpy()
-        values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
+        numbers = pd.to_numeric(pd.Series(raw), errors="coerce")
+        if pd.api.types.is_complex_dtype(numbers.dtype):
+            _refuse_kind(path, pd.DataFrame({column: numbers}), column)
+        values = numbers.to_numpy(dtype=np.float64)
         _first_problem(path, column, missing, np.isnan(values) & ~missing, raw, "not a number:")
     _first_problem(path, column, missing, np.isinf(values), values, "infinite value")
     return values
@@ -217,6 +332,27 @@ def _sorted_labels(labels: list[Any]) -> list[str]:
     return sorted({_label_str(v) for v in distinct})
 
 
+def _check_class_count(path: str, target: str, count: int, labels: list[Any]) -> None:
+    """Raise if ``count`` classes are more than :data:`MAX_CLASS_SHARE` of the rows."""
+    rows = len(labels)
+    if count <= MAX_CLASS_SHARE * rows:
+        return
+    numeric = all(
+        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
+        for v in labels
+    )
+    hint = (
+        'if it is a numeric target, pass task="regression" (--task regression)'
+        if numeric
+        else "merge rare classes, or choose another target column"
+    )
+    raise DataFileError(
+        f"{path}: column {target!r} has {count} classes in {rows} rows, more than "
+        f"{MAX_CLASS_SHARE:g} of the rows (at most {int(MAX_CLASS_SHARE * rows)}): a class needs "
+        f"rows in both the training and the test split; {hint}"
+    )
+
+
 def _infer_task(dtype: Any) -> str:
     """Float target: regression; anything else (integers, booleans, strings): classification."""
     if pd.api.types.is_float_dtype(dtype):
@@ -230,8 +366,8 @@ def _columns(path: str, frame: pd.DataFrame, names: Sequence[str], what: str) ->
     if absent:
         plural = "s" if len(absent) > 1 else ""
         raise DataFileError(
-            f"{path}: no {what} column{plural} {', '.join(repr(n) for n in absent)}; "
-            f"the columns are {', '.join(repr(c) for c in frame.columns)}"
+            f"{path}: no {what} column{plural} {_listing(absent)}; "
+            f"the columns are {_listing(frame.columns, 4 * _LISTED)}"
         )
 
 
@@ -242,8 +378,8 @@ def _read(
     features: Sequence[str] | None,
     task: str | None,
     classes: Sequence[str] | None,
-) -> tuple[Table, tuple[str, ...]]:
-    """:func:`read_table`, also returning all the file's column names."""
+) -> Table:
+    """:func:`read_table`."""
     path = str(path)
     suffix = _suffix(path)
     if task is not None and task not in TASKS:
@@ -255,7 +391,9 @@ def _read(
             raise DataFileError(f"{path}: classes are given, but the task is 'regression'")
         classes = tuple(str(c) for c in classes)
         if len(set(classes)) != len(classes) or not classes:
-            raise DataFileError(f"{path}: classes must be distinct and not empty: {classes}")
+            raise DataFileError(
+                f"{path}: classes must be distinct and not empty: {_listing(classes)}"
+            )
         task = "classification"
     if not os.path.isfile(path):
         raise DataFileError(f"{path}: no such file")
@@ -273,7 +411,7 @@ def _read(
     if target is None:
         raise DataFileError(
             f"{path}: name the target column (target=...); "
-            f"the columns are {', '.join(repr(c) for c in columns)}"
+            f"the columns are {_listing(columns, 4 * _LISTED)}"
         )
     _columns(path, frame, [target], "target")
     if features is None:
@@ -294,6 +432,8 @@ def _read(
     if len(frame) < 2:
         raise DataFileError(f"{path}: the file has only 1 row; at least 2 are needed")
 
+    for column in (*used, target):
+        _refuse_kind(path, frame, column)
     x = np.column_stack([_numeric(path, frame, c) for c in used])
     if task is None:
         task = _infer_task(frame[target].dtype)
@@ -310,7 +450,7 @@ def _read(
             raise DataFileError(
                 f"{path}: constant target: column {target!r} is {y[0]:g} in every row"
             )
-        return Table(x, y, task, used, target, None, path, sha256), columns
+        return Table(x, y, task, used, target, None, path, sha256, columns)
 
     labels = _labels(path, frame, target)
     names = [_label_str(v) for v in labels]
@@ -321,22 +461,26 @@ def _read(
                 f"{path}: column {target!r} has a single class ({classes[0]!r}); "
                 "classification needs at least 2"
             )
+        _check_class_count(path, target, len(classes), labels)
+        shown = ", ".join(f"{k}={c!r}" for k, c in enumerate(classes[:_LISTED]))
+        more = len(classes) - _LISTED
         log.info(
-            "%s: %d classes of %r: %s",
+            "%s: %d classes of %r: %s%s",
             path,
             len(classes),
             target,
-            ", ".join(f"{k}={c!r}" for k, c in enumerate(classes)),
+            shown,
+            f", ... and {more} more" if more > 0 else "",
         )
     index = {c: k for k, c in enumerate(classes)}
     for i, name in enumerate(names):
         if name not in index:
             raise DataFileError(
                 f"{path}: column {target!r}, row {i + 1}: label {name!r} is not one of the "
-                f"classes {', '.join(repr(c) for c in classes)}"
+                f"classes {_listing(classes)}"
             )
     y = np.array([index[n] for n in names], dtype=np.int64)
-    return Table(x, y, task, used, target, tuple(classes), path, sha256), columns
+    return Table(x, y, task, used, target, tuple(classes), path, sha256, columns)
 
 
 def read_table(
@@ -354,8 +498,12 @@ def read_table(
     ``.npz`` (arrays ``x`` (N, D) or (N,) and ``y`` (N,); features are named ``x0, x1, ...``, the
     target ``y``).
 
-    Features must be numbers or booleans (0/1). Rows in messages are data rows counted from 1:
-    "row 3" is the third data row after the header.
+    Features must be real numbers or booleans (read as 0/1); a categorical column counts as its
+    values (numbers pass, strings do not). Nothing is coerced silently: a repeated column name,
+    and a used column of complex numbers or of dates, times or durations are refused, so convert
+    such a column yourself (e.g. to seconds since an origin). Rows in messages are data rows
+    counted from 1: "row 3" is the third data row after the header; long lists of labels or
+    columns in messages and logs are cut after the first few.
 
     Args:
         path: the file.
@@ -369,236 +517,28 @@ def read_table(
             sorted order (numeric order for numbers, string order for strings).
 
     Raises:
-        DataFileError: unknown suffix, no such file, a file with no rows or only one, a missing
-            target or feature column, a missing, non-numeric or infinite value in a used column,
-            a constant regression target, a single class, a label not in ``classes``, or a
-            ``task`` that is not one of :data:`TASKS`.
+        DataFileError: unknown suffix, no such file, a file with no rows or only one, a repeated
+            column name, a missing target or feature column, a used column of complex numbers
+            or of dates, times or durations, a missing, non-numeric or infinite value in a used
+            column, a constant regression target, a single class, more classes than
+            :data:`MAX_CLASS_SHARE` of the rows (classes inferred from the file), a label not in
+            ``classes``, or a ``task`` that is not one of :data:`TASKS`.
     """
-    return _read(path, target=target, features=features, task=task, classes=classes)[0]
+    return _read(path, target=target, features=features, task=task, classes=classes)
 
 
-def _check_fraction(test_fraction: float) -> float:
-    """``test_fraction`` as a float in (0, 1); ``ValueError`` otherwise."""
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, int | float | np.number):
-        raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
-    if not 0 < float(test_fraction) < 1:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    return float(test_fraction)
-
-
-def _check_index(label: str, value: int) -> None:
-    """``ValueError`` unless ``value`` (a seed or split number) is a non-negative int."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
-
-
-def split_rows(
-    n: int,
-    *,
-    test_fraction: float,
-    split: int,
-    seed: int = 0,
-    y: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """A seeded random split of ``range(n)`` into sorted int64 ``(train_idx, test_idx)``.
-
-    The stream is ``default_rng(SeedSequence((seed, split), spawn_key=...))`` with a key of its
-    own: fixed for a given ``(seed, split)``, different across splits, and independent of the
-    subset streams of :func:`ppl_bnn.data.prepare.subset_generators`.
-
-    Without ``y`` the test set has ``max(1, round(test_fraction * n))`` rows (at most ``n - 1``).
-    With ``y`` (integer class labels, length ``n``) the split is stratified: each class of
-    ``m`` rows gives ``round(test_fraction * m)`` of them to the test set, but at most ``m - 1``,
-    so every class stays in the training set (a class of one row stays there whole). If that
-    makes the test set empty, one row of the largest class that can spare one moves to it.
-
-    Raises:
-        ValueError: ``test_fraction`` not in (0, 1), ``n < 2``, a negative ``seed`` or ``split``,
-            or ``y`` not 1-D integer labels of length ``n``.
-    """
-    fraction = _check_fraction(test_fraction)
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-        raise ValueError(f"n must be an integer >= 2 to split rows, got {n!r}")
-    _check_index("seed", seed)
-    _check_index("split", split)
-    rng = np.random.default_rng(
-        np.random.SeedSequence((int(seed), int(split)), spawn_key=_SPLIT_KEY)
-    )
-    if y is None:
-        n_test = min(max(1, round(fraction * n)), n - 1)
-        perm = rng.permutation(n)
-        test = perm[:n_test]
-    else:
-        y = np.asarray(y)
-        if y.shape != (n,) or not (
-            np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.bool_)
-        ):
-            raise ValueError(
-                f"y must be {n} integer class labels, got shape {y.shape} dtype {y.dtype}"
-            )
-        labels, counts = np.unique(y, return_counts=True)
-        take = np.array([min(round(fraction * m), m - 1) for m in counts], dtype=np.int64)
-        if take.sum() == 0:
-            spare = np.where(counts - take >= 2, counts, 0)
-            take[int(np.argmax(spare if spare.any() else counts))] += 1
-        parts = [
-            rng.permutation(np.flatnonzero(y == label))[:k]
-            for label, k in zip(labels, take, strict=True)
-        ]
-        test = np.concatenate(parts)
-    test = np.sort(test).astype(np.int64)
-    train = np.setdiff1d(np.arange(n, dtype=np.int64), test, assume_unique=True)
-    return train, test
-
-
-def load_file_split(
-    path: str | os.PathLike[str],
-    *,
-    target: str | None = None,
-    features: Sequence[str] | None = None,
-    task: str | None = None,
-    test_fraction: float | None = None,
-    test_path: str | os.PathLike[str] | None = None,
-    split: int = 0,
-    seed: int = 0,
-    name: str | None = None,
-    classes: Sequence[str] | None = None,
-) -> tuple[RawData, dict[str, Any]]:
-    """A data file as a train/test split in original units, and a record of how it was made.
-
-    Give exactly one of ``test_fraction`` (a random split of the file's rows by
-    :func:`split_rows` from ``(seed, split)``, stratified by class for classification) and
-    ``test_path`` (a second file read with the same target, features, task and class mapping;
-    it must have the same columns). ``name`` (optional) prefixes the source line. ``classes``:
-    the class labels in index order (as for :func:`read_table`), where a class may be missing
-    from the file.
-
-    Returns:
-        ``(raw, info)``: the :class:`RawData`, and a JSON-serialisable dict with keys ``path``,
-        ``sha256``, ``target``, ``features``, ``task``, ``classes``, ``test_path`` and
-        ``test_sha256`` (with a test file), ``test_fraction``, ``seed``, ``split``, and
-        ``train_rows`` / ``test_rows`` (0-based indices of the data rows of the training file,
-        and of the test file when one is given).
-
-    Raises:
-        DataFileError: both or neither of ``test_fraction`` and ``test_path``, ``test_fraction``
-            not in (0, 1), a negative ``seed`` or ``split``, a test file whose columns differ or
-            that holds a label outside the training classes, a classification training set with
-            a single class, or any problem of :func:`read_table`.
-    """
-    return load_file_splits(
-        path, target=target, features=features, task=task, test_fraction=test_fraction,
-        test_path=test_path, splits=[split], seed=seed, name=name, classes=classes,
-    )[0]  # fmt: skip
-
-
-def load_file_splits(
-    path: str | os.PathLike[str],
-    *,
-    target: str | None = None,
-    features: Sequence[str] | None = None,
-    task: str | None = None,
-    test_fraction: float | None = None,
-    test_path: str | os.PathLike[str] | None = None,
-    splits: Sequence[int] = (0,),
-    seed: int = 0,
-    name: str | None = None,
-    classes: Sequence[str] | None = None,
-) -> list[tuple[RawData, dict[str, Any]]]:
-    """:func:`load_file_split` of each of ``splits``, the files read once."""
-    path = str(path)
-    if (test_fraction is None) == (test_path is None):
-        given = "neither" if test_fraction is None else "both"
-        raise DataFileError(f"{path}: give exactly one of test_fraction and test_path, got {given}")
-    try:
-        if test_fraction is not None:
-            test_fraction = _check_fraction(test_fraction)
-        _check_index("seed", seed)
-        for split in splits:
-            _check_index("split", split)
-    except ValueError as exc:
-        raise DataFileError(f"{path}: {exc}") from exc
-    table, columns = _read(path, target=target, features=features, task=task, classes=classes)
-    test = None
-    if test_path is not None:
-        test_path = str(test_path)
-        test, test_columns = _read(
-            test_path,
-            target=table.target,
-            features=table.features,
-            task=table.task,
-            classes=table.classes,
-        )
-        if features is None and set(test_columns) != set(columns):
-            extra = sorted(set(test_columns) - set(columns))
-            absent = sorted(set(columns) - set(test_columns))
-            raise DataFileError(
-                f"{test_path}: its columns differ from those of the training file {path}: "
-                f"extra {extra}, missing {absent}"
-            )
-    return [
-        _split(
-            path, table, test, test_fraction=test_fraction, split=int(split), seed=seed, name=name
-        )
-        for split in splits
-    ]
-
-
-def _split(
-    path: str,
-    table: Table,
-    test: Table | None,
-    *,
-    test_fraction: float | None,
-    split: int,
-    seed: int,
-    name: str | None,
-) -> tuple[RawData, dict[str, Any]]:
-    """One split of a read file: the test file's rows, or the split's random test rows."""
-    info: dict[str, Any] = {
-        "path": path,
-        "sha256": table.sha256,
-        "target": table.target,
-        "features": list(table.features),
-        "task": table.task,
-        "classes": None if table.classes is None else list(table.classes),
-    }
-    source = f"file {path} (sha256 {table.sha256[:8]}...), target {table.target!r}"
-    if test is not None:
-        x_train, y_train, x_test, y_test = table.x, table.y, test.x, test.y
-        train_rows = np.arange(len(table.y))
-        test_rows = np.arange(len(test.y))
-        info.update(test_path=test.path, test_sha256=test.sha256)
-        source += f", test file {test.path} (sha256 {test.sha256[:8]}...)"
-    else:
-        labels = table.y if table.task == "classification" else None
-        train_rows, test_rows = split_rows(
-            len(table.y), test_fraction=test_fraction, split=split, seed=seed, y=labels
-        )
-        x_train, y_train = table.x[train_rows], table.y[train_rows]
-        x_test, y_test = table.x[test_rows], table.y[test_rows]
-        if table.task == "classification" and np.unique(y_train).size < 2:
-            raise DataFileError(
-                f"{path}: the training rows of split {split} hold a single class "
-                f"({table.classes[int(y_train[0])]!r}); classification needs at least 2"
-            )
-        source += f", split {split} (test fraction {test_fraction:g}, seed {seed})"
-    if len(test_rows) == 0:
-        raise DataFileError(f"{path}: the test set of split {split} is empty")
-    info.update(
-        test_fraction=test_fraction,
-        seed=int(seed),
-        split=int(split),
-        train_rows=[int(i) for i in train_rows],
-        test_rows=[int(i) for i in test_rows],
-    )
-    raw = RawData(
-        task=table.task,
-        x_train=x_train,
-        y_train=y_train,
-        x_test=x_test,
-        y_test=y_test,
-        num_classes=None if table.classes is None else len(table.classes),
-        source=f"{name}: {source}" if name else source,
-    )
-    return raw, info
+def array_table(
+    x: np.ndarray, y: np.ndarray, *, num_classes: int | None, name: str, held_out: bool = False
+) -> Table:
+    """A :class:`Table` of checked arrays in memory (a model's data), as :func:`read_table`
+    makes of a file: ``num_classes`` None for regression, else ``y`` holds class indices;
+    ``name`` stands for the file in messages. A classification target has its classes
+    checked as a file's are (:data:`MAX_CLASS_SHARE`), unless ``held_out`` (a test set, whose
+    classes are the training set's)."""
+    if num_classes is None:
+        return Table(x, y, "regression", (), "y", None, name, "")
+    if not held_out:
+        labels = [int(v) for v in y]
+        _check_class_count(name, "y", len(set(labels)), labels)
+    classes = tuple(str(k) for k in range(num_classes))
+    return Table(x, y, "classification", (), "y", classes, name, "")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
-import json
 import logging
 import re
 from pathlib import Path
@@ -17,11 +17,8 @@ from ppl_bnn.data.files import (
     DataFileError,
     Table,
     file_sha256,
-    load_file_split,
     read_table,
-    split_rows,
 )
-from ppl_bnn.data.prepare import RawData, build
 
 REGRESSION_CSV = "a,b,price\n1.0,10,2.5\n2.0,20,3.5\n3.0,30,1.0\n4.0,40,7.25\n"
 
@@ -78,15 +75,19 @@ def test_parquet(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     path = tmp_path / "data.parquet"
     frame = pd.DataFrame(
-        {"a": [1.0, 2.0, 3.0], "flag": [True, False, True], "label": ["cat", "dog", "cat"]}
+        {
+            "a": [1.0, 2.0, 3.0, 4.0],
+            "flag": [True, False, True, False],
+            "label": ["cat", "dog", "cat", "dog"],
+        }
     )
     frame.to_parquet(path)
     table = read_table(path, target="label")
     assert table.task == "classification"
     assert table.features == ("a", "flag")
-    np.testing.assert_array_equal(table.x, [[1, 1], [2, 0], [3, 1]])
+    np.testing.assert_array_equal(table.x, [[1, 1], [2, 0], [3, 1], [4, 0]])
     assert table.classes == ("cat", "dog")
-    np.testing.assert_array_equal(table.y, [0, 1, 0])
+    np.testing.assert_array_equal(table.y, [0, 1, 0, 1])
 
 
 def test_parquet_without_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,31 +137,33 @@ def test_npz_without_arrays(tmp_path: Path) -> None:
 
 
 def test_string_labels_sorted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    text = "w,species\n1,virginica\n2,setosa\n3,versicolor\n4,setosa\n"
+    text = "w,species\n1,virginica\n2,setosa\n3,versicolor\n4,setosa\n5,virginica\n6,versicolor\n"
     path = write(tmp_path / "iris.csv", text)
     with caplog.at_level(logging.INFO, logger="ppl_bnn.data.files"):
         table = read_table(path, target="species")
     assert table.task == "classification"
     assert table.classes == ("setosa", "versicolor", "virginica")
     assert table.y.dtype == np.int64
-    np.testing.assert_array_equal(table.y, [2, 0, 1, 0])
+    np.testing.assert_array_equal(table.y, [2, 0, 1, 0, 2, 1])
     assert "classification" in caplog.text and "0='setosa'" in caplog.text
 
 
 def test_integer_labels(tmp_path: Path) -> None:
-    path = write(tmp_path / "d.csv", "f,k\n0.1,3\n0.2,1\n0.3,2\n0.4,10\n")
+    path = write(
+        tmp_path / "d.csv", "f,k\n0.1,3\n0.2,1\n0.3,2\n0.4,10\n0.5,3\n0.6,1\n0.7,2\n0.8,10\n"
+    )
     table = read_table(path, target="k")
     assert table.task == "classification"
     # numeric order, not string order ("10" after "3")
     assert table.classes == ("1", "2", "3", "10")
-    np.testing.assert_array_equal(table.y, [2, 0, 1, 3])
+    np.testing.assert_array_equal(table.y, [2, 0, 1, 3, 2, 0, 1, 3])
 
 
 def test_boolean_labels(tmp_path: Path) -> None:
-    path = write(tmp_path / "d.csv", "f,ok\n0.1,True\n0.2,False\n0.3,True\n")
+    path = write(tmp_path / "d.csv", "f,ok\n0.1,True\n0.2,False\n0.3,True\n0.4,False\n")
     table = read_table(path, target="ok")
     assert table.classes == ("False", "True")
-    np.testing.assert_array_equal(table.y, [1, 0, 1])
+    np.testing.assert_array_equal(table.y, [1, 0, 1, 0])
 
 
 def test_task_override(tmp_path: Path) -> None:
@@ -169,10 +172,10 @@ def test_task_override(tmp_path: Path) -> None:
     assert table.task == "regression" and table.classes is None
     assert table.y.dtype == np.float64
     np.testing.assert_array_equal(table.y, [3, 1, 2, 5])
-    path = write(tmp_path / "floats.csv", "f,c\n0.1,0.0\n0.2,1.0\n0.3,1.0\n")
+    path = write(tmp_path / "floats.csv", "f,c\n0.1,0.0\n0.2,1.0\n0.3,1.0\n0.4,0.0\n")
     table = read_table(path, target="c", task="classification")
     assert table.classes == ("0", "1")
-    np.testing.assert_array_equal(table.y, [0, 1, 1])
+    np.testing.assert_array_equal(table.y, [0, 1, 1, 0])
     with pytest.raises(DataFileError, match="task must be one of 'regression', 'classification'"):
         read_table(path, target="c", task="ranking")
 
@@ -294,142 +297,156 @@ def test_sha256_changes_with_one_byte(tmp_path: Path) -> None:
     assert after == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# --- split_rows ------------------------------------------------------------------------------
+# --- silent coercions, refused ----------------------------------------------------------------
 
 
-def test_split_rows_sizes_and_determinism() -> None:
-    train, test = split_rows(50, test_fraction=0.2, split=3, seed=7)
-    assert train.dtype == np.int64 and test.dtype == np.int64
-    assert len(test) == 10 and len(train) == 40
-    assert np.all(np.diff(train) > 0) and np.all(np.diff(test) > 0)
-    assert np.intersect1d(train, test).size == 0
-    np.testing.assert_array_equal(np.union1d(train, test), np.arange(50))
-    again = split_rows(50, test_fraction=0.2, split=3, seed=7)
-    np.testing.assert_array_equal(again[0], train)
-    np.testing.assert_array_equal(again[1], test)
-    other = split_rows(50, test_fraction=0.2, split=4, seed=7)[1]
-    assert not np.array_equal(other, test)
-    assert not np.array_equal(split_rows(50, test_fraction=0.2, split=3, seed=8)[1], test)
+def test_infinite_value_shown_as_written(tmp_path: Path) -> None:
+    path = write(tmp_path / "d.csv", "a,b,y\n1,2,0.5\ninf,2,1.5\n3,-inf,2\n")
+    with pytest.raises(DataFileError) as info:
+        read_table(path, target="y", features=["a"])
+    assert str(info.value) == f"{path}: column 'a', row 2: infinite value inf"
+    with pytest.raises(DataFileError) as info:
+        read_table(path, target="y", features=["b"])
+    assert str(info.value) == f"{path}: column 'b', row 3: infinite value -inf"
+    path = tmp_path / "d.npz"
+    np.savez(path, x=np.array([1.0, 2.0, 3.0]), y=np.array([0.5, -np.inf, 1.0]))
+    with pytest.raises(DataFileError) as info:
+        read_table(path)
+    assert str(info.value) == f"{path}: column 'y', row 2: infinite value -inf"
 
 
-def test_split_rows_small() -> None:
-    train, test = split_rows(2, test_fraction=0.01, split=0)
-    assert len(test) == 1 and len(train) == 1
-    train, test = split_rows(3, test_fraction=0.99, split=0)
-    assert len(test) == 2 and len(train) == 1
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_repeated_header_names_refused(tmp_path: Path, suffix: str) -> None:
+    sep = "\t" if suffix == ".tsv" else ","
+    text = "a,b,a,b,c,y\n1,2,3,4,5,0.5\n2,3,4,5,6,1.5\n3,4,5,6,7,2.5\n".replace(",", sep)
+    path = write(tmp_path / f"d{suffix}", text)
+    message = re.escape(f"{path}: repeated column names 'a', 'b'") + ".*rename"
+    with pytest.raises(DataFileError, match=message):
+        read_table(path, target="y")
+    with pytest.raises(DataFileError, match=message):  # even if only other columns are used
+        read_table(path, target="y", features=["c"])
+    # a column really named 'a.1' (pandas' name for a second 'a') is not a repeat
+    path = write(tmp_path / f"ok{suffix}", "a,a.1,y\n1,2,0.5\n2,3,1.5\n".replace(",", sep))
+    assert read_table(path, target="y").features == ("a", "a.1")
+    quoted = write(tmp_path / "quoted.csv", '"a,1",a,y\n1,2,0.5\n2,3,1.5\n')
+    assert read_table(quoted, target="y").features == ("a,1", "a")
 
 
-@pytest.mark.parametrize("fraction", [0, 1, -0.5, 1.5, float("nan"), True])
-def test_split_rows_bad_fraction(fraction: float) -> None:
-    with pytest.raises(ValueError, match="test_fraction"):
-        split_rows(10, test_fraction=fraction, split=0)
+def test_repeated_parquet_column_names_refused(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "d.parquet"
+    columns = [pa.array([1.0, 2.0, 3.0]), pa.array([4.0, 5.0, 6.0]), pa.array([0.5, 1.5, 2.5])]
+    pq.write_table(pa.table(columns, names=["a", "a", "y"]), path)
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: repeated column name 'a';")):
+        read_table(path, target="y")
 
 
-def test_split_rows_stratified() -> None:
-    y = np.array([0] * 20 + [1] * 6 + [2] * 2 + [3])
-    for split in range(10):
-        train, test = split_rows(len(y), test_fraction=0.5, split=split, y=y)
-        assert np.intersect1d(train, test).size == 0
-        assert len(train) + len(test) == len(y)
-        assert set(y[train]) == {0, 1, 2, 3}
-        counts = np.bincount(y[test], minlength=4)
-        np.testing.assert_array_equal(counts, [10, 3, 1, 0])
-    # a fraction that rounds every class to 0 still gives one test row, keeping classes in train
-    y = np.array([0, 0, 1, 1, 2, 2, 2])
-    train, test = split_rows(len(y), test_fraction=0.05, split=0, y=y)
-    assert len(test) == 1 and y[test[0]] == 2
-    assert set(y[train]) == {0, 1, 2}
-    with pytest.raises(ValueError, match="integer class labels"):
-        split_rows(3, test_fraction=0.5, split=0, y=np.array([0.5, 1.0, 2.0]))
+def test_complex_values_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.npz"
+    np.savez(path, x=np.array([1 + 2j, 2, 3, 4]), y=np.array([0.5, 1.5, 2.5, 3.5]))
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: column 'x0'") + ".*complex"):
+        read_table(path)
+    path = tmp_path / "y.npz"
+    np.savez(path, x=np.array([1.0, 2.0, 3.0, 4.0]), y=np.array([1 + 1j, 2, 1 + 1j, 2]))
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: column 'y'") + ".*complex"):
+        read_table(path)
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: column 'y'") + ".*complex"):
+        read_table(path, task="classification")
+    # in a CSV, '1+2j' is text: not a number
+    path = write(tmp_path / "d.csv", "a,y\n1,0.5\n1+2j,1.5\n3,2.5\n")
+    with pytest.raises(DataFileError, match=where(path, "a", 2) + ": not a number: '1\\+2j'"):
+        read_table(path, target="y")
 
 
-# --- load_file_split -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        (pd.to_datetime(["2020-01-01", "2020-01-02", "2020-01-04"]), "datetimes"),
+        (
+            pd.to_datetime(["2020-01-01", "2020-01-02", "2020-01-04"]).tz_localize("UTC"),
+            "datetimes",
+        ),
+        (pd.to_timedelta([1, 2, 4], unit="s"), "timedeltas"),
+        ([datetime.date(2020, 1, d) for d in (1, 2, 4)], "dates"),
+    ],
+)
+def test_parquet_times_refused(tmp_path: Path, values: object, kind: str) -> None:
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"a": [1.0, 2.0, 3.0], "when": values, "y": [0.5, 1.5, 2.5]}).to_parquet(path)
+    message = re.escape(f"{path}: column 'when' holds {kind}") + ".*convert it to a number"
+    with pytest.raises(DataFileError, match=message):
+        read_table(path, target="y")
+    with pytest.raises(DataFileError, match=message):
+        read_table(path, target="when", features=["a"])
+    assert read_table(path, target="y", features=["a"]).x.shape == (3, 1)  # unused: fine
 
 
-def classification_csv(tmp_path: Path, name: str = "train.csv") -> Path:
-    rows = [f"{i / 10},{i % 3},{'abc'[i % 3]}" for i in range(30)]
-    return write(tmp_path / name, "u,v,label\n" + "\n".join(rows) + "\n")
+def test_npz_times_refused(tmp_path: Path) -> None:
+    path = tmp_path / "d.npz"
+    days = np.array(["2020-01-01", "2020-01-02", "2020-01-04"], dtype="datetime64[D]")
+    np.savez(path, x=days, y=np.array([0.5, 1.5, 2.5]))
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: column 'x0' holds datetimes")):
+        read_table(path)
+    np.savez(path, x=np.array([1.0, 2.0, 3.0]), y=days)
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: column 'y' holds datetimes")):
+        read_table(path)
+    np.savez(path, x=np.array([1, 2, 4], dtype="timedelta64[s]"), y=np.array([0.5, 1.5, 2.5]))
+    with pytest.raises(DataFileError, match=re.escape(f"{path}: column 'x0' holds timedeltas")):
+        read_table(path)
 
 
-def test_load_file_split_fraction(tmp_path: Path) -> None:
-    path = classification_csv(tmp_path)
-    raw, info = load_file_split(path, target="label", test_fraction=0.2, split=1, seed=5)
-    assert isinstance(raw, RawData)
-    assert raw.task == "classification" and raw.num_classes == 3
-    assert raw.x_train.shape == (24, 2) and raw.x_test.shape == (6, 2)
-    assert raw.y_train.dtype == np.int64
-    assert set(raw.y_train) == {0, 1, 2}
-    assert raw.source.startswith(f"file {path} (sha256 {file_sha256(path)[:8]}...), target 'label'")
-    assert "\n" not in raw.source
-    json.dumps(info)
-    assert info["path"] == str(path) and info["sha256"] == file_sha256(path)
-    assert info["features"] == ["u", "v"] and info["task"] == "classification"
-    assert info["classes"] == ["a", "b", "c"]
-    assert info["test_fraction"] == 0.2 and info["seed"] == 5 and info["split"] == 1
-    assert "test_path" not in info
-    assert sorted(info["train_rows"] + info["test_rows"]) == list(range(30))
-    table = read_table(path, target="label")
-    np.testing.assert_array_equal(raw.x_test, table.x[info["test_rows"]])
-    np.testing.assert_array_equal(raw.y_train, table.y[info["train_rows"]])
-    _, info_again = load_file_split(path, target="label", test_fraction=0.2, split=1, seed=5)
-    assert info_again == info
-    other = load_file_split(path, target="label", test_fraction=0.2, split=2, seed=5)[1]
-    assert other["test_rows"] != info["test_rows"]
-    named = load_file_split(path, target="label", test_fraction=0.2, name="mine")[0]
-    assert named.source.startswith("mine: file ")
-    # the RawData goes through the ordinary pipeline
-    ds = build("mine", 1, raw)
-    assert ds.num_classes == 3 and ds.x_train.shape == (24, 2)
+def test_parquet_categorical_and_bool(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "d.parquet"
+    frame = pd.DataFrame(
+        {
+            "flag": [True, False, True, False],
+            "colour": pd.Categorical(["red", "blue", "red", "blue"]),
+            "label": pd.Categorical(["cat", "dog", "dog", "cat"]),
+        }
+    )
+    frame.to_parquet(path)
+    table = read_table(path, target="label", features=["flag"])  # booleans: 0/1
+    np.testing.assert_array_equal(table.x[:, 0], [1, 0, 1, 0])
+    assert table.task == "classification" and table.classes == ("cat", "dog")
+    with pytest.raises(DataFileError, match=where(path, "colour", 1) + ".*not a number: 'red'"):
+        read_table(path, target="label")
 
 
-def test_load_file_split_regression(tmp_path: Path) -> None:
-    rows = [f"{i},{i * i % 7},{0.5 * i}" for i in range(10)]
-    path = write(tmp_path / "r.csv", "a,b,y\n" + "\n".join(rows) + "\n")
-    raw, info = load_file_split(path, target="y", test_fraction=0.3)
-    assert raw.task == "regression" and raw.num_classes is None
-    assert len(raw.y_test) == 3 and raw.y_train.dtype == np.float64
-    assert info["classes"] is None
+def test_too_many_classes_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rows = "\n".join(f"{i / 100},{i}" for i in range(1000))
+    path = write(tmp_path / "ids.csv", "a,id\n" + rows + "\n")
+    message = (
+        re.escape(f"{path}: column 'id' has 1000 classes in 1000 rows")
+        + ".*"
+        + re.escape('task="regression" (--task regression)')
+    )
+    with (
+        caplog.at_level(logging.INFO, logger="ppl_bnn.data.files"),
+        pytest.raises(DataFileError, match=message),
+    ):
+        read_table(path, target="id")
+    assert all(len(r.getMessage()) < 1000 for r in caplog.records)
+    assert read_table(path, target="id", task="regression").task == "regression"
+    # string labels: no regression hint
+    rows = "\n".join(f"{i / 100},u{i % 60}" for i in range(100))
+    path = write(tmp_path / "names.csv", "a,name\n" + rows + "\n")
+    with pytest.raises(DataFileError, match="60 classes in 100 rows") as info:
+        read_table(path, target="name")
+    assert "regression" not in str(info.value)
 
 
-def test_load_file_split_test_path(tmp_path: Path) -> None:
-    path = classification_csv(tmp_path)
-    test_path = write(tmp_path / "test.csv", "v,u,label\n1,0.5,c\n0,0.25,a\n")
-    raw, info = load_file_split(path, target="label", test_path=test_path)
-    assert raw.x_train.shape == (30, 2)
-    np.testing.assert_array_equal(raw.x_test, [[0.5, 1], [0.25, 0]])  # training column order
-    np.testing.assert_array_equal(raw.y_test, [2, 0])
-    assert info["test_path"] == str(test_path)
-    assert info["test_sha256"] == file_sha256(test_path)
-    assert info["test_fraction"] is None
-    assert info["train_rows"] == list(range(30)) and info["test_rows"] == [0, 1]
-    assert f"test file {test_path}" in raw.source
-    json.dumps(info)
-
-
-def test_load_file_split_test_label_outside_classes(tmp_path: Path) -> None:
-    path = classification_csv(tmp_path)
-    test_path = write(tmp_path / "test.csv", "u,v,label\n0.5,1,a\n0.2,0,z\n")
-    with pytest.raises(DataFileError, match=where(test_path, "label", 2) + ".*'z'"):
-        load_file_split(path, target="label", test_path=test_path)
-
-
-def test_load_file_split_test_columns_differ(tmp_path: Path) -> None:
-    path = classification_csv(tmp_path)
-    test_path = write(tmp_path / "test.csv", "u,label\n0.5,a\n0.2,b\n")
-    with pytest.raises(DataFileError, match=re.escape(f"{test_path}: no feature column 'v'")):
-        load_file_split(path, target="label", test_path=test_path)
-    test_path = write(tmp_path / "extra.csv", "u,v,w,label\n0.5,1,9,a\n0.2,0,9,b\n")
-    with pytest.raises(DataFileError, match=re.escape(str(test_path)) + ".*columns differ"):
-        load_file_split(path, target="label", test_path=test_path)
-
-
-def test_load_file_split_fraction_xor_test_path(tmp_path: Path) -> None:
-    path = classification_csv(tmp_path)
-    with pytest.raises(DataFileError, match=re.escape(str(path)) + ".*exactly one.*neither"):
-        load_file_split(path, target="label")
-    with pytest.raises(DataFileError, match=re.escape(str(path)) + ".*exactly one.*both"):
-        load_file_split(path, target="label", test_fraction=0.2, test_path=path)
-    with pytest.raises(DataFileError, match=re.escape(str(path)) + ".*test_fraction.*1.0"):
-        load_file_split(path, target="label", test_fraction=1.0)
-    with pytest.raises(DataFileError, match=re.escape(str(path)) + ".*split.*-1"):
-        load_file_split(path, target="label", test_fraction=0.5, split=-1)
+def test_class_listings_are_capped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rows = "\n".join(f"{i / 100},c{i % 50:02d}" for i in range(100))  # share 0.5: allowed
+    path = write(tmp_path / "d.csv", "a,c\n" + rows + "\n")
+    with caplog.at_level(logging.INFO, logger="ppl_bnn.data.files"):
+        table = read_table(path, target="c")
+    assert len(table.classes) == 50
+    assert "0='c00'" in caplog.text and "... and 40 more" in caplog.text
+    assert "c49" not in caplog.text
+    test = write(tmp_path / "test.csv", "a,c\n0.5,c01\n0.7,zz\n")
+    with pytest.raises(DataFileError, match=where(test, "c", 2) + ".*'zz'.*and 40 more") as info:
+        read_table(test, target="c", classes=table.classes)
+    assert "c49" not in str(info.value)
