@@ -16,15 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ppl_bnn.bench.record import COMPLETE
+from ppl_bnn.bench.record import COMPLETE, RECORD_FILE, cell_dirs
 from ppl_bnn.report import fmt, render_report
 from ppl_bnn.report.answer import recommendations
 from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
 from ppl_bnn.report.load import (
+    REFERENCE_RETRY,
     ReferenceEntry,
     SuiteResults,
     load_results,
+    reference_failure,
     references_converged,
 )
 from ppl_bnn.report.recommend import COST, Grade, Recommendation, with_cost
@@ -70,14 +72,25 @@ class Verdict:
         return [f"{s.name} ({s.why})" for s in self.recommendation.graded(Grade.AVOID)]
 
     def reference_line(self) -> str:
-        """Whether the ranking is against a converged reference, and if not, why not."""
+        """Whether the ranking is against a converged reference, and if not, why not: none
+        requested, infeasible, failed or timed out (with the cause and the remedy), or not
+        converged."""
         usable = [e for e in self.references if e.usable]
+        failure = reference_failure(self.references)
+        # A split whose reference failed beside others that have one.
+        also = "" if failure is None else f" {fmt.capital(failure)}; {REFERENCE_RETRY}."
+        if not usable and failure is not None:
+            return (
+                f"{fmt.capital(failure)}: ranked on held-out test log-likelihood and cost; "
+                f"{REFERENCE_RETRY}."
+            )
         if not usable:
             notes = "; ".join(sorted({e.note or e.status for e in self.references}))
             why = f" ({notes})" if notes else ""
             return f"No reference posterior{why}: ranked on held-out test log-likelihood and cost."
         if self.reference_converged:
-            return f"Reference posterior: converged on {len(usable)} of {len(usable)} split(s)."
+            n = len(usable)
+            return f"Reference posterior: converged on {n} of {n} split(s).{also}"
         bad = [e for e in usable if not e.converged]
         detail = ", ".join(
             f"split {e.split}: R-hat {fmt.number(e.diagnostics.get('rhat_max'), 3)}, "
@@ -86,7 +99,7 @@ class Verdict:
         )
         return (
             f"{NOT_RANKED.capitalize()} ({detail}); ranked on held-out test log-likelihood "
-            "instead. Try more warmup, a longer tree (max_tree_depth) or a smaller network."
+            f"instead. Try more warmup, a longer tree (max_tree_depth) or a smaller network.{also}"
         )
 
     def front_line(self) -> str:
@@ -141,6 +154,20 @@ class _LazyFits(Mapping[str, FitResult]):
         return len(self._ids)
 
 
+def _check_results_dir(path: Path) -> None:
+    """Refuse what is not the results folder of a comparison: a missing path, a file, a folder
+    without a cell record."""
+    if not path.exists():
+        raise FileNotFoundError(f"results folder {path} does not exist")
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is a file, not a results folder")
+    if not any((folder / RECORD_FILE).is_file() for folder in cell_dirs(path)):
+        raise ValueError(
+            f"{path} holds no cells of a comparison (no cells/<cell_id>/{RECORD_FILE}): "
+            "expected a results folder written by ppl_bnn.compare or `ppl-bnn compare`"
+        )
+
+
 class Comparison:
     """The methods compared on one model and dataset, read from ``results_dir``: one row per
     cell (:attr:`table`), the verdict (:attr:`summary`) and each cell's
@@ -148,10 +175,16 @@ class Comparison:
 
     Attributes:
         results_dir: The results folder (cells, references, the data's split rows).
+
+    Raises:
+        FileNotFoundError: ``results_dir`` does not exist.
+        NotADirectoryError: It is a file.
+        ValueError: It holds no cell record (``cells/<cell_id>/record.json``).
     """
 
     def __init__(self, results_dir: str | Path) -> None:
         self.results_dir = Path(results_dir)
+        _check_results_dir(self.results_dir)
 
     def __repr__(self) -> str:
         return f"Comparison({str(self.results_dir)!r}, {len(self._results.cells)} cells)"

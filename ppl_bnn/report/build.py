@@ -208,9 +208,9 @@ def overview(b: _Builder) -> Section:
         .reindex(results.datasets())
     )
     header = ("dataset", "task", *counts.columns)
-    tasks = cells.groupby("dataset")["task"].first()
     rows = tuple(
-        (d, str(tasks.get(d) or ""), *(str(v) for v in counts.loc[d])) for d in counts.index
+        (d, tables.task_of(results, d) or "", *(str(v) for v in counts.loc[d]))
+        for d in counts.index
     )
     section.blocks.append(
         Table(

@@ -64,3 +64,12 @@ def ratio(value: object) -> str:
     """A ratio such as ``12.3x`` (with a multiplication sign)."""
     x = _finite(value)
     return "" if x is None else f"{number(x, 3)}\u00d7"
+
+
+def capital(text: str) -> str:
+    """``text`` with its first letter upper case (the rest as it is, unlike ``str.capitalize``).
+
+    >>> capital("the reference failed (split 0: WorkerCrashed)")
+    'The reference failed (split 0: WorkerCrashed)'
+    """
+    return text[:1].upper() + text[1:]

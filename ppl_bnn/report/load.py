@@ -30,6 +30,7 @@ from ppl_bnn.bench.cell import (
 from ppl_bnn.bench.lock import LOCK_FILE, is_held
 from ppl_bnn.bench.record import (
     COMPLETE,
+    FAILED,
     PREDICTIONS_FILE,
     RECORD_FILE,
     SUITE_FILE,
@@ -39,6 +40,7 @@ from ppl_bnn.bench.record import (
     load_record,
     read_attempts,
 )
+from ppl_bnn.bench.replaced import read_replaced
 from ppl_bnn.files import netcdf_problem
 from ppl_bnn.methods import method_names
 from ppl_bnn.methods.base import Family
@@ -239,6 +241,27 @@ class ReferenceEntry:
         return "converged" if self.converged else "not converged"
 
 
+#: How a cell or a reference ended, in words.
+STATUS_WORDS = {"failed": "failed", "timeout": "timed out", "diverged": "diverged"}
+#: What computes a reference that failed or timed out again: the next sweep, or one with
+#: ``--rerun-failed`` (the runner's ``rerun_failed``) where a sweep keeps the failure.
+REFERENCE_RETRY = "run again to retry it (with --rerun-failed after repeated failures)"
+
+
+def reference_failure(entries: Sequence[ReferenceEntry]) -> str | None:
+    """``"the reference failed (split 0: WorkerCrashed: ...)"``: the references that were
+    attempted and gave no fit (failed or timed out, unlike an infeasible one, not attempted on
+    purpose), with the first line of each split's cause; None where there are none."""
+    ended = [e for e in entries if e.status in FAILED]
+    if not ended:
+        return None
+    verb = STATUS_WORDS["timeout" if all(e.status == "timeout" for e in ended) else "failed"]
+    causes = "; ".join(
+        f"split {e.split}: {first_line(e.note) or STATUS_WORDS[e.status]}" for e in ended
+    )
+    return f"the reference {verb} ({causes})"
+
+
 def references_converged(entries: Sequence[ReferenceEntry]) -> bool:
     """Whether fidelity to a dataset's references counts (ranks, decides, is on the Summary's
     front): it has a reference with predictions and every such reference passed its gate (a split
@@ -312,6 +335,8 @@ class SuiteResults:
         problems: What could not be read or cannot be vouched for, one sentence each.
         attempts: By cell id, the records of reruns that failed and left the cell's earlier
             result in place (oldest first).
+        replaced: The notes of earlier results set aside because another took their place
+            (:func:`ppl_bnn.bench.replaced.read_replaced`), oldest first.
     """
 
     results_dir: Path
@@ -325,6 +350,7 @@ class SuiteResults:
     attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     sweeps: pd.DataFrame = field(default_factory=pd.DataFrame)
     progress: str = ""
+    replaced: list[dict[str, Any]] = field(default_factory=list)
     _by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -619,7 +645,7 @@ def load_results(
     references = read_references(root, problems)
     results = SuiteResults(
         root, suite, records, frame, metrics, timings, references, problems, attempts, sweeps,
-        sweep_progress(root, suite, records),
+        sweep_progress(root, suite, records), read_replaced(root),
     )  # fmt: skip
     for problem in problems:
         logger.warning("%s: %s", root, problem)

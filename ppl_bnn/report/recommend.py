@@ -31,9 +31,18 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
+from ppl_bnn.bench.record import FAILED
 from ppl_bnn.report import fmt
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import ReferenceEntry, backend_key, method_key, references_converged
+from ppl_bnn.report.load import (
+    REFERENCE_RETRY,
+    STATUS_WORDS,
+    ReferenceEntry,
+    backend_key,
+    method_key,
+    reference_failure,
+    references_converged,
+)
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, rank, reduced
 
 #: Predictive std below this share of the reference's, where no training input lies, is
@@ -156,7 +165,7 @@ class Recommendation:
         text = "; ".join(parts) + "."
         if self.basis is not None and top is not None:
             text += f" Ranked on {self.basis.why}."
-        return text[0].upper() + text[1:]
+        return fmt.capital(text)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready: the basis, the sentence and every standing."""
@@ -224,10 +233,12 @@ def basis_of(cells: pd.DataFrame, references: Sequence[ReferenceEntry]) -> Basis
         return None
     if not references:
         why = "held-out test log-likelihood (no reference posterior)"
-    elif not any(e.usable for e in references):
-        why = "held-out test log-likelihood (no reference could be computed)"
-    else:
+    elif any(e.usable for e in references):
         why = "held-out test log-likelihood (the reference did not converge)"
+    elif failure := reference_failure(references):
+        why = f"held-out test log-likelihood: {failure}; {REFERENCE_RETRY}"
+    else:
+        why = "held-out test log-likelihood (no reference could be computed)"
     return Basis("test_ll", "test LL", False, why)
 
 
@@ -253,7 +264,8 @@ def _avoid(key: Group, group: pd.DataFrame, converged: bool) -> Standing | None:
 def _unjudged(key: Group, group: pd.DataFrame, column: str | None) -> Standing:
     """The group's standing as one that could not be judged, with the reason."""
     n = len(group)
-    for status, words in (("failed", "failed"), ("timeout", "timed out")):
+    for status in FAILED:
+        words = STATUS_WORDS[status]
         hits = int((group["status"] == status).sum())
         if hits:
             return Standing(key, Grade.NOT_JUDGED, reason=words, detail=f"{hits} of {n} cells")

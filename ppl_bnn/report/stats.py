@@ -51,8 +51,9 @@ def group_stats(
     Missing and non-finite values are left out of each column separately.
 
     Returns:
-        One row per group (the ``by`` columns, ``cells``: contributing cells) and, per column
-        ``c``, columns ``c:mean``, ``c:se`` and ``c:n``.
+        One row per group with cells with metrics (the ``by`` columns, ``cells``: contributing
+        cells) and, per column ``c``, columns ``c:mean``, ``c:se`` and ``c:n``; no rows, but
+        these columns, where no cell has metrics.
     """
     cols = [c for c in columns if c in cells.columns]
     used = cells[cells["status"].isin(WITH_METRICS)]
@@ -68,7 +69,8 @@ def group_stats(
             row[f"{col}:mean"] = float(values.mean()) if n else math.nan
             row[f"{col}:se"] = float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         rows.append(row)
-    return sort_groups(pd.DataFrame(rows)).reset_index(drop=True)
+    names = [*by, "cells", *(f"{c}:{s}" for c in cols for s in ("n", "mean", "se"))]
+    return sort_groups(pd.DataFrame(rows, columns=names)).reset_index(drop=True)
 
 
 def status_counts(cells: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
@@ -80,7 +82,8 @@ def status_counts(cells: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFram
         row.update({s: int(counts.get(s, 0)) for s in ("ok", *PROBLEM_STATUSES)})
         row["status_text"] = ", ".join(f"{int(n)} {s}" for s, n in counts.items())
         rows.append(row)
-    return sort_groups(pd.DataFrame(rows)).reset_index(drop=True)
+    columns = [*by, "ok", *PROBLEM_STATUSES, "status_text"]
+    return sort_groups(pd.DataFrame(rows, columns=columns)).reset_index(drop=True)
 
 
 def spread(n: int, keep: int) -> np.ndarray:

@@ -36,10 +36,13 @@ from ppl_bnn.report.document import Figure, Inline, Link, Paragraph, Section, St
 from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import (
+    REFERENCE_RETRY,
+    STATUS_WORDS,
     ReferenceEntry,
     SuiteResults,
     backend_key,
     method_key,
+    reference_failure,
     references_converged,
 )
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, reduced
@@ -146,6 +149,10 @@ def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
             f"{TEST_ONLY}."
         ]
     usable = [e for e in entries if e.usable]
+    failure = reference_failure(entries)
+    retry = f"{fmt.capital(REFERENCE_RETRY)}."
+    if not usable and failure is not None:
+        return [f"{fmt.capital(failure)}, so fidelity is not shown; {TEST_ONLY}. {retry}"]
     if not usable:
         notes = "; ".join(sorted({e.note or e.status for e in entries}))
         return [f"No reference posterior ({notes}), so fidelity is not shown; {TEST_ONLY}."]
@@ -170,6 +177,8 @@ def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
                 f" ({numbers}; gate R\u0302 \u2264 {e.gate.get('rhat_max')}, ESS \u2265 "
                 f"{e.gate.get('ess_bulk_min')}). ",
             ]
+    if failure is not None:
+        parts.append(f"{fmt.capital(failure)}. {retry} ")
     if references_converged(entries):
         return ["Reference posterior: ", *parts]
     bad = [e for e in usable if not e.converged]
@@ -206,7 +215,7 @@ def _flags(group: pd.DataFrame, standing: Standing) -> str:
         rhat = group["rhat_max"].astype(float).max()
         if rhat > RHAT_OK:
             flags.append(f"chains not converged (R\u0302 up to {fmt.number(rhat, 3)})")
-    for status, words in (("failed", "failed"), ("timeout", "timed out"), ("diverged", "diverged")):
+    for status, words in STATUS_WORDS.items():
         hits = int((group["status"] == status).sum())
         if hits and words != standing.reason:
             flags.append(f"{words} in {hits} of {len(group)} cells")
@@ -334,6 +343,27 @@ def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]
     return figure_of(dataset, "summary-front", fig, caption)
 
 
+def no_result(cells: pd.DataFrame, dataset: str) -> Paragraph | None:
+    """Where no cell of ``dataset`` produced a result (every one failed or timed out): that,
+    and how each contestant's cells ended, with their error types; else None."""
+    if cells.empty or cells["status"].isin(WITH_METRICS).any():
+        return None
+    parts = []
+    for (method, backend), group in cells.groupby(["method", "backend"], sort=False):
+        for status, ended in group.groupby("status", sort=False):
+            types = ", ".join(sorted(set(ended["error_type"].dropna().astype(str))))
+            parts.append(
+                f"{method}/{backend}: {len(ended)} of {len(group)} cells "
+                f"{STATUS_WORDS.get(str(status), status)}" + (f" ({types})" if types else "")
+            )
+    return Paragraph.of(
+        Strong("No cell produced a result"),
+        f", so nothing is ranked: {'; '.join(parts)}. Their errors are listed under ",
+        Link("Failed, timed-out and diverged cells", f"#{slug(dataset, 'problems')}"),
+        ".",
+    )
+
+
 def dataset_summary(results: SuiteResults, dataset: str, rec: Recommendation) -> Section:
     """The Summary subsection of one dataset: its reference, its recommendation, the evidence
     table and the quality-cost figure."""
@@ -344,6 +374,8 @@ def dataset_summary(results: SuiteResults, dataset: str, rec: Recommendation) ->
     axes = _axes(cells, regression, fidelity, results.regions(dataset))
     section = Section(dataset, slug("summary", dataset))
     section.blocks.append(Paragraph(tuple(_reference_sentence(entries))))
+    if (nothing := no_result(cells, dataset)) is not None:
+        section.blocks.append(nothing)
     section.blocks.append(Paragraph.of(Strong("Recommendation: "), rec.sentence()))
     table = evidence_table(cells, rec, fidelity)
     if table is not None:
@@ -356,6 +388,24 @@ def dataset_summary(results: SuiteResults, dataset: str, rec: Recommendation) ->
     if panels:
         section.blocks.append(front_figure(dataset, panels))
     return section
+
+
+def set_aside_note(results: SuiteResults) -> Paragraph | None:
+    """The Summary's line naming the earlier results set aside, not overwritten, because
+    another took their place (a cell refitted on other data), and where they are."""
+    if not results.replaced:
+        return None
+    by_kind: dict[str, list[str]] = {}
+    for note in results.replaced:
+        by_kind.setdefault(str(note.get("kind")), []).append(
+            f"{note.get('name')} ({note.get('reason')}; kept in {note.get('folder')})"
+        )
+    parts = [f"{len(names)} {kind}: {'; '.join(names)}" for kind, names in by_kind.items()]
+    return Paragraph.of(
+        Strong("Set aside, not overwritten: "),
+        f"earlier results another run took the place of. {'. '.join(parts)}. They are not in "
+        "this report.",
+    )
 
 
 def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> Section:
@@ -376,8 +426,8 @@ def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> S
             "named; the others are worse."
         )
     )
-    note = summary_note(results)
-    if note is not None:
-        section.blocks.append(note)
+    for note in (summary_note(results), set_aside_note(results)):
+        if note is not None:
+            section.blocks.append(note)
     section.children = [dataset_summary(results, d, recs[d]) for d in results.datasets()]
     return section

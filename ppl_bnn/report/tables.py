@@ -26,16 +26,19 @@ from ppl_bnn.report.glossary import (
     label,
 )
 from ppl_bnn.report.load import (
+    REFERENCE_RETRY,
     SAMPLERS,
     SuiteResults,
     backend_key,
     first_line,
     method_key,
+    reference_failure,
     references_converged,
 )
 from ppl_bnn.report.ranking import Ranking, critical_value, eligible_groups, flagged, rank
 from ppl_bnn.report.stats import (
     PROBLEM_STATUSES,
+    WITH_METRICS,
     group_stats,
     sort_groups,
     status_counts,
@@ -126,12 +129,14 @@ def metric_table(
     Every (method, backend) of the dataset gets a row, including ones whose cells all failed;
     ``cells`` counts the statuses (and flagged cells) and ``n`` the cells whose metrics enter the
     means. Values are marked best or tied for best by :func:`~ppl_bnn.report.ranking.rank`,
-    unless ``ranked`` is false (distances to a reference that failed its gate).
+    unless ``ranked`` is false (distances to a reference that failed its gate). A column with
+    no value in a cell with metrics is left out; None when none is left (every cell failed).
     """
     cells = results.cells[results.cells["dataset"] == dataset]
     if methods is not None:
         cells = cells[cells["method"].map(base_method).isin(methods)]
-    cols = present(cells, columns)
+    # Only cells with metrics enter the means: a column of failed cells' values alone is blank.
+    cols = present(cells[cells["status"].isin(WITH_METRICS)], columns)
     if cells.empty or not cols:
         return None
     stats = group_stats(cells, cols)
@@ -215,6 +220,9 @@ def reference_caption(results: SuiteResults, dataset: str) -> str:
     if not entries:
         return " No reference posterior: the suite computes none."
     usable = [e for e in entries if e.usable]
+    failure = reference_failure(entries)
+    if not usable and failure is not None:
+        return f" No fidelity is shown: {failure}; {REFERENCE_RETRY}."
     if not usable:
         notes = sorted({e.note or e.status for e in entries})
         return f" No reference posterior ({'; '.join(notes)}): no fidelity is shown."
