@@ -19,17 +19,26 @@ import argparse
 import ast
 import logging
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
 from ppl_bnn.bench import load_suite, run_suite
+from ppl_bnn.bench.record import MAX_ATTEMPTS
 from ppl_bnn.bench.runner import SweepSummary, run_references
 from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.bench.suite_file import current_configs
-from ppl_bnn.compare import DEFAULT_METHODS, DEFAULT_NAME, compare
+from ppl_bnn.compare import (
+    DEFAULT_METHODS,
+    DEFAULT_NAME,
+    ComparisonFailedError,
+    FailedCellsWarning,
+    compare,
+)
 from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
 from ppl_bnn.devices import DEVICES
+from ppl_bnn.methods.memory import InsufficientMemoryError
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import recommendation_lines, render_report, report_is_current
@@ -37,6 +46,11 @@ from ppl_bnn.report.live import LiveReport
 from ppl_bnn.runtime import configure_runtime
 
 logger = logging.getLogger("ppl_bnn.cli")
+#: What the command line says of failures it may run again.
+RETRY_ADVICE = (
+    f"the same command runs each again until it has had {MAX_ATTEMPTS} runs; --rerun-failed "
+    "after that"
+)
 
 
 def _csv(text: str) -> set[str]:
@@ -120,6 +134,7 @@ def _bench(args: argparse.Namespace) -> int:
             data_dir=str(resolve_data_dir(args.data_dir)),
             max_splits=args.splits,
             only=only,
+            retry=not args.no_retry,
             rerun_failed=args.rerun_failed,
             force=args.force,
             jax_cache=jax_cache,
@@ -148,12 +163,13 @@ def _bench(args: argparse.Namespace) -> int:
     if summary.failed_references:
         # A missing reference loses the comparisons with it, not the cells' results; the sweep
         # still did not do all it was asked to (status 1, as for a failed cell).
+        missing = ", ".join(summary.failed_references)
         logger.error("references that failed or timed out: %s (their fidelity comparisons are "
-                     "missing; --rerun-failed tries them again)",
-                     ", ".join(summary.failed_references))  # fmt: skip
+                     "missing; %s)", missing, RETRY_ADVICE)  # fmt: skip
         failed = True
     if not summary.ok:
-        logger.error("cells that failed or timed out: %s", ", ".join(summary.failed_cells))
+        logger.error("cells that failed or timed out: %s (%s)", ", ".join(summary.failed_cells),
+                     RETRY_ADVICE)  # fmt: skip
         failed = True
     return 1 if failed else 0
 
@@ -188,12 +204,13 @@ def _reference(args: argparse.Namespace) -> int:
         data_dir=str(resolve_data_dir(args.data_dir)),
         max_splits=args.splits,
         only={"dataset": _csv(args.datasets)} if args.datasets else None,
+        retry=not args.no_retry,
         rerun_failed=args.rerun_failed,
     )
     _log_references(summary)
     if summary.failed_references:
-        logger.error("references that failed or timed out: %s",
-                     ", ".join(summary.failed_references))  # fmt: skip
+        logger.error("references that failed or timed out: %s (%s)",
+                     ", ".join(summary.failed_references), RETRY_ADVICE)  # fmt: skip
         return 1
     return 0
 
@@ -255,32 +272,40 @@ def _compare(args: argparse.Namespace) -> int:
     stem = Path(args.data).stem
     name = stem if stem.replace("-", "").replace("_", "").isalnum() else DEFAULT_NAME
     name = f"{name}-file" if name in dataset_names() else name
-    comparison = compare(
-        model,
-        test=test,
-        test_fraction=args.test_fraction,
-        splits=args.splits,
-        methods=_list(args.methods),
-        backends=_list(args.backends),
-        seeds=args.seeds,
-        reference={"auto": "auto", "yes": True, "no": False}[args.reference],
-        tune={"auto": "auto", "no": False}[args.tune],
-        options=method_options(args.option),
-        jobs=args.jobs,
-        results_dir=args.out,
-        timeout_s=args.timeout,
-        name=name,
-        reference_dir=args.reference_dir,
-    )
+    failure = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FailedCellsWarning)
+        try:
+            comparison = compare(
+                model,
+                test=test,
+                test_fraction=args.test_fraction,
+                splits=args.splits,
+                methods=_list(args.methods),
+                backends=_list(args.backends),
+                seeds=args.seeds,
+                reference={"auto": "auto", "yes": True, "no": False}[args.reference],
+                tune={"auto": "auto", "no": False}[args.tune],
+                options=method_options(args.option),
+                jobs=args.jobs,
+                results_dir=args.out,
+                timeout_s=args.timeout,
+                name=name,
+                reference_dir=args.reference_dir,
+                retry=not args.no_retry,
+                rerun_failed=args.rerun_failed,
+            )
+        except ComparisonFailedError as err:
+            comparison, failure = err.comparison, err
     index = comparison.report()
     logger.info("report written to %s", index)
     print(comparison.summary)
-    failed = comparison.table["status"].isin(["failed", "timeout"])
-    if failed.any():
-        logger.error("%d cells failed or timed out (rerun the same command to retry them)",
-                     int(failed.sum()))  # fmt: skip
-        return 1
-    return 0
+    failed = [w.message for w in caught if isinstance(w.message, FailedCellsWarning)]
+    for other in (w for w in caught if not isinstance(w.message, FailedCellsWarning)):
+        warnings.showwarning(other.message, other.category, other.filename, other.lineno)
+    for failures in [failure] if failure else failed:
+        logger.error("%s", failures.describe("run the same command again", "--rerun-failed"))
+    return 1 if failure or failed else 0
 
 
 def _noise(text: str) -> float | str:
@@ -344,6 +369,7 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="results and report folder (default: "
                         "reports/compare-<hash of the model and data>)")  # fmt: skip
     parser.add_argument("--reference-dir", default=None, help="reference posterior cache")
+    _add_retry_args(parser)
     _add_device_arg(parser)
 
 
@@ -364,6 +390,21 @@ def _add_device_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_retry_args(parser: argparse.ArgumentParser) -> None:
+    """``--no-retry`` and ``--rerun-failed``: what a run does with earlier failures."""
+    parser.add_argument(
+        "--no-retry",
+        action="store_true",
+        help="keep cells and references that failed or timed out in an earlier run (default: "
+        f"run them again, until each has had {MAX_ATTEMPTS} runs)",
+    )
+    parser.add_argument(
+        "--rerun-failed",
+        action="store_true",
+        help="run failed or timed-out cells and references again, however many runs they had",
+    )
+
+
 def _add_run_args(parser: argparse.ArgumentParser, jobs_help: str) -> None:
     """What ``bench`` and ``reference`` share: data, selection, jobs, the device and the
     reference cache."""
@@ -376,9 +417,7 @@ def _add_run_args(parser: argparse.ArgumentParser, jobs_help: str) -> None:
         default=None,
         help="comma-separated subset of datasets (mnist, or one variant of it: mnist/lenet5)",
     )
-    parser.add_argument(
-        "--rerun-failed", action="store_true", help="rerun failed/timed-out cells and references"
-    )
+    _add_retry_args(parser)
     parser.add_argument(
         "--reference-dir",
         default=None,
@@ -459,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "device", None) is not None:  # before anything starts JAX or torch
             configure_runtime(device=args.device)
         return args.handler(args)
-    except (ValueError, OSError) as err:
+    except (ValueError, OSError, InsufficientMemoryError) as err:
         logger.error("%s", err)
         return 2
     except KeyboardInterrupt:

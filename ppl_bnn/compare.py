@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,18 +24,25 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench.data_files import DEFAULT_TEST_FRACTION
-from ppl_bnn.bench.runner import run_suite
+from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION
+from ppl_bnn.bench.lock import LOCK_FILE
+from ppl_bnn.bench.record import MAX_ATTEMPTS, REPLACED_DIR, SUITE_FILE, attempts_made, read_record
+from ppl_bnn.bench.runner import FITS_DIR, SweepSummary, run_suite
 from ppl_bnn.bench.suite import Suite, parse_suite
 from ppl_bnn.comparison import Comparison
+from ppl_bnn.data.files import array_table
+from ppl_bnn.data.splits import split_table
 from ppl_bnn.engine.registry import BACKENDS
-from ppl_bnn.files import write_atomic
+from ppl_bnn.files import npz_bytes, npz_holds, write_atomic
 from ppl_bnn.keys import content_key
-from ppl_bnn.methods import available, get_method
+from ppl_bnn.methods import available, get_method, make_options
+from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.model.validate import validate_inputs, validate_targets
-from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference import REFERENCES_DIR, ReferenceSettings
+from ppl_bnn.report import CSV_FILE, FIGURES_DIR, HTML_FILE, MARKDOWN_FILE, STATE_FILE, SUMMARY_FILE
+from ppl_bnn.report.memo import CACHE_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +60,52 @@ DEFAULT_ROOT = Path("reports")
 JAX_CACHE_DIR = ".jax-cache"
 #: The dataset's label without ``name=``.
 DEFAULT_NAME = "data"
+#: What a results folder holds: a non-empty folder of anything else is refused as
+#: ``results_dir`` (it is not a comparison's; ``compare`` would write into it).
+RESULTS_ENTRIES = frozenset({
+    SUITE_FILE, "cells", REFERENCES_DIR, DATA_DIR, FITS_DIR, REPLACED_DIR, LOCK_FILE,
+    JAX_CACHE_DIR, HTML_FILE, MARKDOWN_FILE, CSV_FILE, SUMMARY_FILE, FIGURES_DIR, STATE_FILE,
+    str(CACHE_DIR),
+})  # fmt: skip
+
+
+class CellFailures:
+    """The cells of a comparison that failed or timed out: :attr:`cells`, one line each (its
+    status, its runs and its error), and whether any has runs left (:attr:`runs_left`)."""
+
+    def __init__(self, cells: list[str], runs_left: bool) -> None:
+        self.cells, self.runs_left = cells, runs_left
+
+    def describe(
+        self,
+        again: str = "run the comparison again",
+        rerun: str = "pass rerun_failed=True",
+    ) -> str:
+        """The failures in words; ``again`` and ``rerun`` say how to retry them."""
+        advice = (
+            f"{again} to retry those with runs left"
+            if self.runs_left
+            else f"each has had its runs: {rerun} to run them again"
+        )
+        return f"{len(self.cells)} cells failed or timed out ({advice}):\n" + "\n".join(self.cells)
+
+
+class FailedCellsWarning(UserWarning, CellFailures):
+    """Some cells of a comparison failed or timed out: its verdict is without them."""
+
+    def __init__(self, cells: list[str], runs_left: bool) -> None:
+        CellFailures.__init__(self, cells, runs_left)
+        super().__init__(self.describe())
+
+
+class ComparisonFailedError(RuntimeError, CellFailures):
+    """No cell of a comparison produced a result. Its records stay in the results folder, and
+    :attr:`comparison` reads them (``comparison.report()`` renders them)."""
+
+    def __init__(self, cells: list[str], runs_left: bool, comparison: Comparison) -> None:
+        CellFailures.__init__(self, cells, runs_left)
+        super().__init__("no cell produced a result: " + self.describe())
+        self.comparison = comparison
 
 
 @dataclass(frozen=True)
@@ -186,6 +240,67 @@ def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, 
     return arrays, {"x": x_test, "y": y_test}
 
 
+def _check_results_dir_to_write(root: Path) -> None:
+    """Refuse a ``results_dir`` that exists but is no folder, or that holds anything a results
+    folder does not (:data:`RESULTS_ENTRIES`; staging and temporary files aside): ``compare``
+    writes into it, so it must be new, empty or a comparison's."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise NotADirectoryError(f"results_dir {root} is a file, not a folder")
+    names = {path.name for path in root.iterdir()}
+    if SUITE_FILE in names or "cells" in names:
+        return
+    stray = sorted(name for name in names if name not in RESULTS_ENTRIES and "~" not in name)
+    if stray:
+        shown = ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else "")
+        raise ValueError(
+            f"results_dir {root} is not empty and is not a comparison's results folder (it "
+            f"holds {shown}): give a new or empty folder, or one a comparison wrote"
+        )
+
+
+def _check_splits(
+    spec: BNNSpec,
+    arrays: dict[str, np.ndarray],
+    test_arrays: dict[str, np.ndarray],
+    fraction: float,
+    splits: int,
+    name: str,
+) -> int:
+    """Make every split of the data as the suite's loader will, so that a split no fit can use
+    (one class, a constant target, an empty test set) or more classes than rows allow is
+    refused here; return the largest training set."""
+    classes = spec.num_classes if spec.likelihood == "categorical" else None
+    table = array_table(arrays["x"], arrays["y"], num_classes=classes, name=name)
+    test = None
+    if test_arrays:
+        test = array_table(test_arrays["x"], test_arrays["y"], num_classes=classes,
+                           name=f"{name} (test)", held_out=True)  # fmt: skip
+    made = split_table(
+        table, test, test_fraction=None if test else fraction, splits=range(splits), name=name
+    )
+    return max(len(raw.y_train) for raw, _ in made)
+
+
+def _check_memory(
+    spec: BNNSpec,
+    methods: list[str],
+    backends: list[str],
+    options: Mapping[str, Mapping[str, Any]],
+    reference: dict[str, Any] | None,
+    n_train: int,
+) -> None:
+    """``InsufficientMemoryError`` where a contestant's fit (or the reference's NUTS) needs
+    more memory than is available, at the least (:mod:`ppl_bnn.methods.memory`)."""
+    runs = [(m, b, options.get(m, {})) for m in methods for b in backends if b in available()[m]]
+    if reference is not None:
+        runs.append(("nuts", "numpyro", ReferenceSettings(**reference).nuts_options()))
+    for method, backend, given in runs:
+        made = make_options(get_method(method, backend), dict(given), backend=backend)
+        check_memory(method, spec, made, n_train)
+
+
 def plan_comparison(
     model: BNN,
     *,
@@ -218,12 +333,15 @@ def plan_comparison(
     if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     spec = model.spec
-    n_train = len(arrays["y"]) if test is not None else round(len(arrays["y"]) * (1 - fraction))
+    n_train = _check_splits(spec, arrays, test_arrays, fraction, splits, name)
     reference_table, no_reference = _reference_table(reference, spec, n_train)
     method_tables, exclude = _method_tables(method_list, backend_list[0], tune, options)
+    sampled = reference_table if no_reference is None else None
+    _check_memory(spec, method_list, backend_list, options or {}, sampled, n_train)
     split_text = "given" if test is not None else f"{fraction}x{splits}"
     key = content_key(name, spec.to_dict(), arrays, test_arrays, split_text)
     root = Path(results_dir) if results_dir is not None else DEFAULT_ROOT / f"compare-{key[:12]}"
+    _check_results_dir_to_write(root)
     # Named by content: a rerun finds the file it wrote (np.savez's bytes vary with the time).
     data_file = (root / "data" / f"{name}-{key[:12]}.npz").resolve()
     files = {data_file: arrays}
@@ -258,15 +376,23 @@ def plan_comparison(
 
 
 def write_data(plan: _Plan) -> Suite:
-    """Write the plan's data files (unless a run before wrote them) and read the suite on
-    them. Where the suite is refused (a method's option, say), what this call wrote goes: the
-    results folder, if it made it, else the files."""
+    """Write the plan's data files where the results folder holds no exact copy of them (a
+    copy that differs, say altered by hand, is rewritten from the data given, with a warning)
+    and read the suite on them. Where the suite is refused (a method's option, say), what this
+    call wrote goes: the results folder, if it made it, else the new files."""
     new_folder = not plan.results_dir.exists()
-    new_files = [path for path in plan.files if not path.exists()]
+    new_files = []
     try:
-        for path in new_files:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, lambda tmp, arrays=plan.files[path]: _savez(tmp, arrays))
+        for path, arrays in plan.files.items():
+            if npz_holds(path, arrays):
+                continue
+            if path.exists():
+                logger.warning("%s does not hold the data given (altered since it was written, "
+                               "or damaged): written again from the data", path)  # fmt: skip
+            else:
+                new_files.append(path)
+            data = npz_bytes(arrays)
+            write_atomic(path, lambda tmp, data=data: Path(tmp).write_bytes(data))
         return parse_suite(plan.table, where="compare")
     except BaseException:
         if new_folder:
@@ -277,9 +403,23 @@ def write_data(plan: _Plan) -> Suite:
         raise
 
 
-def _savez(path: str, arrays: Mapping[str, np.ndarray]) -> None:
-    with open(path, "wb") as handle:
-        np.savez(handle, **arrays)
+def _check_outcome(comparison: Comparison, run: SweepSummary) -> None:
+    """Raise :class:`ComparisonFailedError` where no cell produced a result, and warn
+    (:class:`FailedCellsWarning`) where some failed: each named with its error and its runs."""
+    if not run.failed_cells:
+        return
+    lines, runs_left = [], False
+    for cell_id in run.failed_cells:
+        record = read_record(comparison.results_dir / "cells" / cell_id) or {}
+        error = record.get("error") or {}
+        runs = attempts_made(record)
+        runs_left |= runs < MAX_ATTEMPTS
+        why = f"{error.get('type')}: {error.get('message')}"
+        status = record.get("status", "failed")
+        lines.append(f"{cell_id}: {status} after {runs} of {MAX_ATTEMPTS} runs ({why})")
+    if len(lines) == sum(run.statuses.values()):
+        raise ComparisonFailedError(lines, runs_left, comparison)
+    warnings.warn(FailedCellsWarning(lines, runs_left), stacklevel=3)
 
 
 def compare(
@@ -299,12 +439,17 @@ def compare(
     timeout_s: float = 600.0,
     name: str = DEFAULT_NAME,
     reference_dir: str | os.PathLike[str] | None = None,
+    retry: bool = True,
+    rerun_failed: bool = False,
 ) -> Comparison:
     """Fit ``model`` by every method and compare them: the benchmark's verdict on your data.
 
     Each (method, backend, split, seed) is a cell of the suite runner, in its own warm worker
     process with a timeout; a results folder that already holds finished cells of the same
-    comparison resumes (only what is missing runs).
+    comparison resumes (only what is missing runs, and failed cells are tried again). The
+    workers never run the calling script: no ``if __name__ == "__main__":`` guard is needed.
+    Every argument, the splits of the data and the memory each fit needs at the least are
+    checked before anything is written or started.
 
     Example:
         >>> import numpy as np
@@ -341,13 +486,23 @@ def compare(
         timeout_s: Each cell's wall-clock limit.
         name: The dataset's label in the report.
         reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).
+        retry: Run cells (and references) that failed or timed out in an earlier run again,
+            until each has had :data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs; False keeps
+            their failures.
+        rerun_failed: Run them again however many runs they have had.
 
     Returns:
         The :class:`~ppl_bnn.comparison.Comparison`, with ``.table``, ``.summary``,
-        ``.report(path)`` and ``.results``.
+        ``.report(path)`` and ``.results``. Where some cells failed or timed out, a
+        :class:`FailedCellsWarning` names them.
 
     Raises:
-        TypeError, ValueError: a bad argument (checked before anything is written or run).
+        TypeError, ValueError: a bad argument, a ``results_dir`` that holds other files, or a
+            split no fit can use (checked before anything is written or run).
+        ppl_bnn.methods.memory.InsufficientMemoryError: a fit needs more memory than is
+            available (checked before anything is written or run).
+        ComparisonFailedError: no cell produced a result; its ``comparison`` reads their
+            records.
     """
     plan = plan_comparison(
         model, test=test, test_fraction=test_fraction, splits=splits, methods=methods,
@@ -363,6 +518,10 @@ def compare(
         jobs=jobs,
         reference_dir=reference_dir,
         jax_cache=str((plan.results_dir / JAX_CACHE_DIR).resolve()),
+        retry=retry,
+        rerun_failed=rerun_failed,
     )
     logger.info("compare: %s in %.1f s", dict(run.statuses), run.wall_s)
-    return Comparison(plan.results_dir)
+    comparison = Comparison(plan.results_dir)
+    _check_outcome(comparison, run)
+    return comparison

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import io
 import logging
 import os
 import re
@@ -27,9 +28,12 @@ import shutil
 import socket
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +70,35 @@ def write_atomic(path: Path, write: Callable[[str], None]) -> None:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An NPZ archive of ``arrays`` (uncompressed, no pickled objects) whose bytes depend on the
+    arrays alone: ``np.savez`` stamps each member with the time it was written, so two copies of
+    the same data would differ, and so would their SHA-256."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(member, "w", force_zip64=True) as handle:
+                np.lib.format.write_array(handle, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def npz_holds(path: Path, arrays: Mapping[str, np.ndarray]) -> bool:
+    """Whether the NPZ file at ``path`` holds exactly ``arrays``: the same names, dtypes,
+    shapes and values (read without pickle; a missing or unreadable file holds nothing)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if set(archive.files) != set(arrays):
+                return False
+            for name, array in arrays.items():
+                stored, given = archive[name], np.asarray(array)
+                if stored.dtype != given.dtype or not np.array_equal(stored, given):
+                    return False
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return False
+    return True
 
 
 def _host() -> str:

@@ -93,7 +93,6 @@ DIAGNOSTICS = (
 KEY_VERSIONS = ("numpyro", "jax", "jaxlib")
 #: Statuses of a run that produced draws; ``failed``, ``timeout`` and ``infeasible`` did not.
 _FIT_STATUSES = ("ok", "diverged")
-_RETRIED_STATUSES = ("failed", "timeout")
 #: Statuses of a reference that has predictions.
 _FITTED_STATUSES = ("ok", "diverged")
 #: A cell's predictions file (a reference's cache entry is a cell's folder).
@@ -276,6 +275,8 @@ def reference_document(
         "versions": dict(record.get("versions") or library_versions()),
         "computed_at": record.get("finished_at") or computed_at,
         "wall_s": _finite(timings.get("cell_wall")),
+        # The runs it took (see ppl_bnn.bench.record.attempts_made).
+        "attempt": record.get("attempt", 1),
     }
 
 
@@ -298,14 +299,14 @@ def read_reference(directory: Path) -> dict[str, Any] | None:
     return document if isinstance(document, dict) and document.get("format") == FORMAT else None
 
 
-def cached_reference(root: Path, key: str, *, rerun_failed: bool = False) -> dict[str, Any] | None:
-    """The cached ``reference.json`` under ``key``, or None when it must be computed: there is no
-    entry, it failed or timed out and ``rerun_failed`` asks for another try, or it is damaged
-    (a fit whose ``predictions.nc`` is missing, unreadable or truncated: verified on every
-    read, as a sweep verifies its cells)."""
+def cached_reference(root: Path, key: str) -> dict[str, Any] | None:
+    """The cached ``reference.json`` under ``key`` (a failed one too: whether it is tried again
+    is the sweep's choice), or None when it must be computed: there is no entry, or it is
+    damaged (a fit whose ``predictions.nc`` is missing, unreadable or truncated: verified on
+    every read, as a sweep verifies its cells)."""
     entry = Path(root) / key
     document = read_reference(entry)
-    if document is None or (rerun_failed and document["status"] in _RETRIED_STATUSES):
+    if document is None:
         return None
     if document["status"] in _FITTED_STATUSES and (
         reason := netcdf_problem(entry / PREDICTIONS_FILE)

@@ -211,13 +211,15 @@ def cell_from_dict(data: dict[str, Any]) -> Cell | Probe:
     return Probe.from_dict(data) if "kind" in data else Cell.from_dict(data)
 
 
-def base_record(cell: Cell | Probe) -> dict[str, Any]:
-    """The part of a record known before the cell runs."""
+def base_record(cell: Cell | Probe, attempt: int = 1) -> dict[str, Any]:
+    """The part of a record known before the cell runs (``attempt``: see
+    :func:`ppl_bnn.bench.record.next_attempt`)."""
     return {
         "cell_id": cell.cell_id,
         "suite": cell.suite,
         "config": cell.config(),
         "config_hash": cell.config_hash(),
+        "attempt": attempt,
         "budget_note": cell.budget_note,
         "timeout_s": cell.timeout_s,
         "status": "failed",

@@ -3,8 +3,35 @@ torch, JAX and everything else a cell needs (:func:`ppl_bnn.bench.worker.preload
 new worker starts in a fraction of a second instead of importing them for seconds. Nothing
 here starts JAX's or torch's runtime (no XLA client, no thread pool): each worker sets its own
 thread budget and device count first.
+
+A worker never runs the script that started the sweep. ``multiprocessing`` sends each new
+process the parent's main module (its path or module name) and imports it there as
+``__mp_main__``, so that functions defined in it can be unpickled; a script whose top level
+calls ``compare`` without an ``if __name__ == "__main__":`` guard would then run again in every
+worker. A worker needs nothing from it (its tasks are JSON, its code is this package), so the
+fork server drops the main module from the preparation of every process named
+:data:`~ppl_bnn.bench.pool.WORKER_NAME`; other processes it forks are prepared as usual.
 """
 
-from ppl_bnn.bench import worker
+from __future__ import annotations
 
+from multiprocessing import spawn
+from typing import Any
+
+from ppl_bnn.bench import worker
+from ppl_bnn.bench.pool import WORKER_NAME
+
+#: The preparation entries through which a new process imports its parent's main module.
+_MAIN_ENTRIES = ("init_main_from_path", "init_main_from_name")
+_prepare = spawn.prepare
+
+
+def _prepare_without_main(data: dict[str, Any]) -> None:
+    """``multiprocessing.spawn.prepare``, without the parent's main module for a worker."""
+    if data.get("name") == WORKER_NAME:
+        data = {key: value for key, value in data.items() if key not in _MAIN_ENTRIES}
+    _prepare(data)
+
+
+spawn.prepare = _prepare_without_main
 worker.preload()

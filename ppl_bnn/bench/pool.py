@@ -58,6 +58,9 @@ logger = logging.getLogger(__name__)
 
 #: The module whose ``main`` a worker runs: replaced by tests that inject faults.
 WORKER_MODULE = "ppl_bnn.bench.worker"
+#: A worker process's name: the fork server prepares processes of this name without the main
+#: module of the process that started them (:mod:`ppl_bnn.bench.forkserver`).
+WORKER_NAME = "ppl_bnn-worker"
 #: Starts workers: a process that has imported torch, JAX and the rest once
 #: (:mod:`ppl_bnn.bench.forkserver`) and forks each new worker from itself.
 _FORK_SERVER = multiprocessing.get_context("forkserver")
@@ -185,7 +188,7 @@ class WarmWorker:
             environment = {**os.environ, **thread_environment(profile.threads)}
         self.process = _FORK_SERVER.Process(
             target=_worker_main,
-            name="ppl_bnn-worker",
+            name=WORKER_NAME,
             daemon=True,  # ended with this process where the pool has not stopped it
             args=(
                 WORKER_MODULE,

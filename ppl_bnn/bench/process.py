@@ -9,7 +9,8 @@ and killing a sweep loses nothing already written.
 
 A run that failed or timed out never replaces a complete (``ok`` or ``diverged``) result: its
 record is kept beside it as an attempt (:func:`ppl_bnn.bench.record.write_attempt`), so a forced
-rerun that crashes leaves the earlier result in place.
+rerun that crashes leaves the earlier result in place. A complete result of other data than the
+new run's is never overwritten: it is set aside (:mod:`ppl_bnn.bench.replaced`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from ppl_bnn.bench.record import (
     REPLACED_DIR,
     RecordError,
     load_record,
+    next_attempt,
     read_record,
     write_attempt,
     write_record,
 )
+from ppl_bnn.bench.replaced import set_aside
 from ppl_bnn.bench.staging import install, share
 from ppl_bnn.files import staging_dir
 from ppl_bnn.runtime import cpu_count
@@ -52,23 +55,41 @@ def dask_threads() -> int | None:
     return max(1, cpu_count() // max(1, worker.state.nthreads))
 
 
-def _finish(staging: Path, final: Path, record: dict[str, Any]) -> dict[str, Any]:
+def _finish(
+    staging: Path, final: Path, record: dict[str, Any], results_dir: Path | None
+) -> dict[str, Any]:
     """Install ``staging`` as ``final``, unless ``record`` failed and ``final`` holds a complete
     result: then keep that result, add the record to its attempts and return the record with
-    ``kept``, the status of the result kept."""
-    earlier = read_record(final) if record["status"] not in COMPLETE else None
-    if earlier is None or earlier.get("status") not in COMPLETE:
-        _keep_unreadable_record(final, staging)
-        install(staging, final)
+    ``kept``, the status of the result kept. A complete result of other data than ``record``'s
+    (:func:`_other_data`) is set aside into ``results_dir`` first, where one is given."""
+    earlier = read_record(final)
+    complete = earlier is not None and earlier.get("status") in COMPLETE
+    if complete and record["status"] not in COMPLETE:
+        record = {**record, "kept": earlier["status"]}
+        share(write_attempt(final, record).parent)
+        shutil.rmtree(staging, ignore_errors=True)
+        logger.warning(
+            "%s: this run %s; the earlier %s result is kept", final.name, record["status"],
+            earlier["status"],
+        )  # fmt: skip
         return record
-    record = {**record, "kept": earlier["status"]}
-    share(write_attempt(final, record).parent)
-    shutil.rmtree(staging, ignore_errors=True)
-    logger.warning(
-        "%s: this run %s; the earlier %s result is kept", final.name, record["status"],
-        earlier["status"],
-    )  # fmt: skip
+    if complete and results_dir is not None and (why := _other_data(earlier, record)):
+        set_aside(final, results_dir, "cells", f"refitted on other data ({why})")
+    _keep_unreadable_record(final, staging)
+    install(staging, final)
     return record
+
+
+def _other_data(earlier: dict[str, Any], record: dict[str, Any]) -> str | None:
+    """How the data of ``earlier``'s fit differs from ``record``'s, or None where they are the
+    same: by the SHA-256 of the arrays each was fit on, or, for a record written before runs
+    kept it, by the dataset, split and data settings of their configurations."""
+    old, new = earlier.get("data_sha256"), record.get("data_sha256")
+    if old and new:
+        return None if old == new else f"data SHA-256 {old[:12]}..., now {new[:12]}..."
+    before, after = earlier.get("config") or {}, record.get("config") or {}
+    changed = [key for key in ("dataset", "split", "data") if before.get(key) != after.get(key)]
+    return f"its {' and '.join(changed)} changed" if changed else None
 
 
 def _keep_unreadable_record(final: Path, staging: Path) -> None:
@@ -106,6 +127,7 @@ def run_cell_process(
     threads: int | None = None,
     jax_cache: str | None = None,
     fit_store: str | None = None,
+    results_dir: str | None = None,
     before_install: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run a cell in a warm worker of this process's pool, enforce its timeout and return its
@@ -122,6 +144,9 @@ def run_cell_process(
         data_dir, jax_cache: Passed to the worker.
         fit_store: The shared-fit store the cell reads and writes
             (:mod:`ppl_bnn.methods.shared`), or None.
+        results_dir: The results folder a cell's result of other data is set aside in
+            (:mod:`ppl_bnn.bench.replaced`); None: a reference's cache entry, whose key fixes
+            its data.
         threads: The worker's thread budget (default: Dask's share of the cores, else 1).
         before_install: Called with the staging directory and the record once the record is
             written, before the directory is installed.
@@ -133,10 +158,11 @@ def run_cell_process(
     cell = cell_from_dict(cell_dict)
     threads = threads or dask_threads() or 1
     final = Path(out_dir)
+    attempt = next_attempt(final, cell.config_hash())
     staging = staging_dir(final)
     started = timestamp()
     task = {"cell": cell.to_dict(), "out_dir": str(staging), "data_dir": data_dir}
-    task.update(jax_cache=jax_cache, fit_store=fit_store)
+    task.update(jax_cache=jax_cache, fit_store=fit_store, attempt=attempt)
     try:
         record = _run_on_worker(cell, task, cell_profile(cell, threads))
     except pool.Interrupted:
@@ -145,11 +171,11 @@ def run_cell_process(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     except WorkerLost as lost:
-        record = _lost_record(cell, lost, started, threads)
+        record = _lost_record(cell, lost, started, threads, attempt)
         write_record(staging, record)
     if before_install is not None:
         before_install(staging, record)
-    record = _finish(staging, final, record)
+    record = _finish(staging, final, record, None if results_dir is None else Path(results_dir))
     logger.info("%s: %s", cell.cell_id, record["status"])
     return record
 
@@ -176,10 +202,10 @@ def _run_on_worker(cell: Cell | Probe, task: dict[str, Any], profile: Profile) -
 
 
 def _lost_record(
-    cell: Cell | Probe, lost: WorkerLost, started: str, threads: int
+    cell: Cell | Probe, lost: WorkerLost, started: str, threads: int, attempt: int
 ) -> dict[str, Any]:
     """The record of a cell whose worker was killed at its timeout or died."""
-    record = base_record(cell)
+    record = base_record(cell, attempt)
     record.update(started_at=started, finished_at=timestamp(), threads=threads)
     if lost.timed_out:
         record["status"] = "timeout"
@@ -187,15 +213,5 @@ def _lost_record(
         record["error"] = {"type": "Timeout", "message": message, "traceback": lost.stderr}
     else:
         message = f"{lost} without writing a record"
-        if _MAIN_REIMPORTED in (lost.stderr or ""):
-            message += (
-                ": it ran the script that started the run again, as Python's multiprocessing "
-                "does with a worker's main module; put the script's call (compare, run_suite) "
-                'under if __name__ == "__main__":'
-            )
         record["error"] = {"type": "WorkerCrashed", "message": message, "traceback": lost.stderr}
     return record
-
-
-#: What a worker's traceback holds when it died running the starting script's top level again.
-_MAIN_REIMPORTED = "_fixup_main_from_path"

@@ -9,7 +9,9 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
   of floats for figures, with scalars that label them, e.g. ``training``'s ``kl_weight``),
   ``timings`` (seconds), ``info`` (the fit's execution details),
   ``budget_note`` (why a budget was reduced) or null, ``versions``, ``machine``, ``started_at``,
-  ``finished_at`` (ISO 8601) and ``files`` (the netCDF files written);
+  ``finished_at`` (ISO 8601), ``files`` (the netCDF files written), ``attempt`` (see below) and,
+  once its data loaded, ``data_sha256`` (:func:`ppl_bnn.reference.data_fingerprint` of the
+  training and test arrays it was fit on);
 - ``inference_data.nc``: the fit as ArviZ InferenceData, and beside it ``fit.json`` (and a
   guide's ``variational.nc``, a linearised predictive's ``linearised.nc``): with these the folder
   loads as a :class:`~ppl_bnn.results.FitResult`;
@@ -19,6 +21,10 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
   complete (``ok`` or ``diverged``) result: that rerun's record, the result staying in place;
 - ``replaced/record-<time>.json``, only where the cell ran again over a ``record.json`` this
   version could not read (from a newer schema, or damaged): that file, kept.
+
+A record's ``attempt`` counts the runs of its configuration that led to it: 1 for the first, one
+more for each run after a ``failed`` or ``timeout`` one. A sweep runs a failed cell again until
+it has had :data:`MAX_ATTEMPTS` (:func:`retried`).
 
 Every file is written atomically (temporary file, fsync, rename), the record last, so a record
 that exists describes files that are complete.
@@ -42,13 +48,19 @@ RECORD_FILE = "record.json"
 SUITE_FILE = "suite.json"
 IDATA_FILE = "inference_data.nc"
 ATTEMPTS_DIR = "attempts"
-#: Where a record this version cannot read is kept when its cell runs again.
+#: Where a record this version cannot read is kept when its cell runs again (in the cell's
+#: folder), and where results of other data are set aside (in the results folder:
+#: :mod:`ppl_bnn.bench.replaced`).
 REPLACED_DIR = "replaced"
 STATUSES = ("ok", "failed", "timeout", "diverged")
 #: Statuses of a result (the method ran to its end, or broke down numerically: reproducible).
 COMPLETE = ("ok", "diverged")
 #: Statuses without a result.
 FAILED = ("failed", "timeout")
+#: Runs a sweep gives a cell (or a reference) that fails or times out, over its runs, before it
+#: keeps the failure: a crash of the machine or a full disk passes, a cell that cannot run
+#: still ends.
+MAX_ATTEMPTS = 3
 
 
 class RecordError(ValueError):
@@ -179,3 +191,38 @@ def read_attempts(cell_dir: Path) -> list[dict[str, Any]]:
         if isinstance(attempt, dict):
             out.append(attempt)
     return out
+
+
+def last_run(cell_dir: Path, config_hash: str) -> dict[str, Any] | None:
+    """The record of the cell's result, or of its last failed attempt where that result has
+    another configuration (a rerun with ``config_hash`` that failed and left it in place)."""
+    record = read_record(cell_dir)
+    if record is not None and record.get("config_hash") != config_hash:
+        attempts = read_attempts(cell_dir)
+        return attempts[-1] if attempts else record
+    return record
+
+
+def attempts_made(record: Mapping[str, Any]) -> int:
+    """The runs of the record's configuration that led to it (records without the count are
+    from one run)."""
+    attempt = record.get("attempt", 1)
+    return attempt if isinstance(attempt, int) and attempt >= 1 else 1
+
+
+def next_attempt(cell_dir: Path, config_hash: str) -> int:
+    """The ``attempt`` of the cell's next run with ``config_hash``: one more than the last run's
+    where that run had the same configuration and failed, else 1."""
+    last = last_run(cell_dir, config_hash)
+    if last is None or last.get("config_hash") != config_hash or last.get("status") not in FAILED:
+        return 1
+    return attempts_made(last) + 1
+
+
+def retried(record: Mapping[str, Any], *, retry: bool, rerun_failed: bool) -> bool:
+    """Whether a sweep runs the ``failed`` or ``timeout`` run of ``record`` again: always with
+    ``rerun_failed``, never without ``retry``, else while it has had fewer than
+    :data:`MAX_ATTEMPTS` runs."""
+    if record.get("status") not in FAILED:
+        return False
+    return rerun_failed or (retry and attempts_made(record) < MAX_ATTEMPTS)

@@ -3,17 +3,18 @@
 Results live in ``<results_dir>/cells/<cell_id>/`` (see :mod:`ppl_bnn.bench.record`) with
 ``<results_dir>/suite.json`` describing the sweep. A cell is skipped when its stored record has
 the same config hash and status ``ok`` or ``diverged`` (a divergence is a result of the method,
-reproducible from the seed); ``failed`` and ``timeout`` cells are kept as they are unless
-``rerun_failed``; ``force`` reruns every cell. A rerun that fails never replaces a complete
-result (see :mod:`ppl_bnn.bench.process`).
+reproducible from the seed); ``failed`` and ``timeout`` cells run again until they have had
+:data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs (none more without ``retry``, as many as asked
+with ``rerun_failed``); ``force`` reruns every cell. A rerun that fails never replaces a
+complete result (see :mod:`ppl_bnn.bench.process`).
 
 A sweep holds ``<results_dir>/.lock`` (:mod:`ppl_bnn.bench.lock`) from start to end: a second
 sweep on the same folder is refused (or waits), and only staging folders whose owner process
 is gone are cleaned up (:func:`ppl_bnn.files.clean_staging`).
 
 Reference posteriors (:mod:`ppl_bnn.reference`) are looked up in their content-addressed cache
-(``<cache root>/<key>/``) and computed only when absent (or, with ``rerun_failed``, when they
-failed or timed out), by the same worker process as cells and on the same executor, submitted
+(``<cache root>/<key>/``) and computed only when absent, or when they failed or timed out and
+are retried as cells are, by the same worker process as cells and on the same executor, submitted
 before the cells since they are the longest jobs. ``force`` does not recompute them: a key
 fixes the result. A reference is computed under its cache entry's lock, so two sweeps that
 need it compute it once: the second waits and takes the first's. Each reference's
@@ -43,16 +44,17 @@ from ppl_bnn.bench.data_files import write_split_rows
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
+from ppl_bnn.bench.preflight import check_cells_memory
 from ppl_bnn.bench.process import run_cell_process, run_cells_process
 from ppl_bnn.bench.record import (
-    COMPLETE,
     FAILED,
     PREDICTIONS_FILE,
     RECORD_FILE,
-    read_attempts,
-    read_record,
+    last_run,
     record_problem,
+    retried,
 )
+from ppl_bnn.bench.replaced import set_aside
 from ppl_bnn.bench.schema import SELECTION_FLAGS, check_selection
 from ppl_bnn.bench.staging import install
 from ppl_bnn.bench.suite import ReferenceJob, Suite
@@ -146,15 +148,22 @@ class SweepSummary:
 
 
 def plan(
-    cells: list[Cell], cells_dir: Path, *, rerun_failed: bool = False, force: bool = False
+    cells: list[Cell],
+    cells_dir: Path,
+    *,
+    retry: bool = True,
+    rerun_failed: bool = False,
+    force: bool = False,
 ) -> tuple[list[Cell], list[dict[str, Any]]]:
-    """Split ``cells`` into those to run and the stored records of those to skip.
+    """Split ``cells`` into those to run and the stored records of those to skip: a cell runs
+    unless its stored record has its configuration and is complete, or failed and is not
+    :func:`~ppl_bnn.bench.record.retried`.
 
     A cell's stored record of another configuration counts as its last failed attempt where a
     rerun with the current configuration failed and left that earlier result in place."""
     todo, kept = [], []
     for cell in cells:
-        record = None if force else _last_run(cells_dir / cell.cell_id, cell.config_hash())
+        record = None if force else last_run(cells_dir / cell.cell_id, cell.config_hash())
         if record is None or record.get("config_hash") != cell.config_hash():
             todo.append(cell)
         elif problem := record_problem(cells_dir / cell.cell_id, record):
@@ -162,21 +171,11 @@ def plan(
             logger.warning("%s: the stored result is not whole (%s): running it again",
                            cell.cell_id, problem)  # fmt: skip
             todo.append(cell)
-        elif record["status"] in COMPLETE or not rerun_failed:
-            kept.append(record)
-        else:
+        elif retried(record, retry=retry, rerun_failed=rerun_failed):
             todo.append(cell)
+        else:
+            kept.append(record)
     return todo, kept
-
-
-def _last_run(cell_dir: Path, config_hash: str) -> dict[str, Any] | None:
-    """The record of the cell's result, or of its last failed attempt where that result has
-    another configuration."""
-    record = read_record(cell_dir)
-    if record is not None and record.get("config_hash") != config_hash:
-        attempts = read_attempts(cell_dir)
-        return attempts[-1] if attempts else record
-    return record
 
 
 def _document(job: ReferenceJob, **fields: Any) -> dict[str, Any]:
@@ -197,11 +196,12 @@ def plan_references(
     root: Path,
     *,
     data_dir: str | None = None,
+    retry: bool = True,
     rerun_failed: bool = False,
 ) -> tuple[list[_PendingReference], list[ReferenceOutcome]]:
     """Split reference jobs into those to compute and the outcomes known without computing:
-    cached, infeasible (``no_reference``) or unavailable (the data, which the key fingerprints,
-    does not load)."""
+    cached (a failure too, unless it is :func:`~ppl_bnn.bench.record.retried`), infeasible
+    (``no_reference``) or unavailable (the data, which the key fingerprints, does not load)."""
     todo, done = [], []
     for job in jobs:
         cell = job.cell
@@ -216,8 +216,8 @@ def plan_references(
             done.append(ReferenceOutcome(job.name, "unavailable", document))
             continue
         key = reference_key(cell.config(), data_fingerprint(data))
-        cached = cached_reference(root, key, rerun_failed=rerun_failed)
-        if cached is None:
+        cached = cached_reference(root, key)
+        if cached is None or retried(cached, retry=retry, rerun_failed=rerun_failed):
             todo.append(_PendingReference(job, key, read_reference(root / key)))
         else:
             done.append(ReferenceOutcome(job.name, "cached", cached))
@@ -226,8 +226,18 @@ def plan_references(
 
 def publish_reference(outcome: ReferenceOutcome, root: Path, results_dir: Path) -> Path:
     """Install ``<results_dir>/references/<name>/``: the outcome's ``reference.json`` and, where
-    it has a cache entry, that entry's ``record.json`` and ``predictions.nc``."""
+    it has a cache entry, that entry's ``record.json`` and ``predictions.nc``. A fitted
+    reference published there before under another key (other data, settings or versions) is
+    set aside (:mod:`ppl_bnn.bench.replaced`), not overwritten."""
     final = results_dir / REFERENCES_DIR / outcome.name
+    published = read_reference(final)
+    if (
+        published is not None
+        and published.get("converged") is not None  # it has draws
+        and published.get("key") != outcome.document["key"]
+    ):
+        set_aside(final, results_dir, "references", "another reference took its place (its "
+                  "data, settings or library versions changed)")  # fmt: skip
     staging = staging_dir(final)
     key = outcome.document["key"]
     for name in _PUBLISHED if key else ():
@@ -407,6 +417,7 @@ def _schedule(
     for job in references:
         futures[_submit_reference(executor, job, root, **process)] = job
     store = None if results is None else str(results / FITS_DIR)
+    kept_in = None if results is None else str(results)
     groups = program_groups(cells)
     after = _after(groups)
     held: dict[int, list[int]] = {}  # a group's index -> the groups that start from it
@@ -419,7 +430,9 @@ def _schedule(
         while ready and (in_flight is None or len(pending) < in_flight):
             i = ready.pop(0)
             tasks = [(cell.to_dict(), str(out_dir)) for cell, out_dir in groups[i]]
-            future = executor.submit(run_cells_process, tasks, fit_store=store, **process)
+            future = executor.submit(
+                run_cells_process, tasks, fit_store=store, results_dir=kept_in, **process
+            )
             futures[future], index[future] = [c for c, _ in groups[i]], i
             pending.add(future)
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -468,6 +481,7 @@ def run_suite(
     data_dir: str | None = None,
     max_splits: int | None = None,
     only: dict[str, set[str]] | None = None,
+    retry: bool = True,
     rerun_failed: bool = False,
     force: bool = False,
     jax_cache: str | None = None,
@@ -490,7 +504,9 @@ def run_suite(
         data_dir: Data directory for datasets that need one.
         max_splits: Only the first splits of each dataset.
         only: Restrict to these datasets / methods / backends (references: datasets only).
-        rerun_failed: Rerun cells and references stored as failed or timed out.
+        retry: Run cells and references stored as failed or timed out again, until each has
+            had :data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs; False keeps the failures.
+        rerun_failed: Run them again however many runs they have had.
         force: Rerun every cell (references are reused: their key fixes their result).
         jax_cache: JAX persistent compilation cache directory shared by the cells.
         references: Run the suite's references (when it has a ``[reference]`` table).
@@ -517,6 +533,8 @@ def run_suite(
             )
         jobs = 1 if jobs is None else jobs
     check_selection(suite.name, only, suite.selectable())  # a typo, before any folder is made
+    cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
+    check_cells_memory(cells, data_dir)  # what no machine here could fit, likewise
     start, started_at = now(), timestamp()
     results = Path(results_dir)
     results.mkdir(parents=True, exist_ok=True)
@@ -528,7 +546,6 @@ def run_suite(
         for entry in suite.datasets if suite.kind == "fit" else ():
             if entry.data_file is not None:  # the rows of each split, beside the results
                 write_split_rows(results, entry.data_file)
-        cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
         if not cells and only and any(only.values()):
             chosen = [f"{SELECTION_FLAGS[k]} {','.join(sorted(v))}" for k, v in only.items() if v]
             logger.warning(
@@ -537,7 +554,7 @@ def run_suite(
                 " ".join(chosen),
             )
         configs = current_configs(suite, data_dir)
-        todo, kept = plan(cells, cells_dir, rerun_failed=rerun_failed, force=force)
+        todo, kept = plan(cells, cells_dir, retry=retry, rerun_failed=rerun_failed, force=force)
         summary = SweepSummary()
         for record in kept:
             summary.statuses[record["status"]] += 1
@@ -550,7 +567,7 @@ def run_suite(
             ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
             clean_staging(root)
         ref_todo, ref_done = plan_references(
-            ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed
+            ref_jobs, root, data_dir=data_dir, retry=retry, rerun_failed=rerun_failed
         )
         for outcome in ref_done:
             publish_reference(outcome, root, results)
@@ -617,6 +634,7 @@ def run_references(
     data_dir: str | None = None,
     max_splits: int | None = None,
     only: dict[str, set[str]] | None = None,
+    retry: bool = True,
     rerun_failed: bool = False,
 ) -> SweepSummary:
     """Compute the suite's reference posteriors that are not cached, into the cache only (no
@@ -626,7 +644,7 @@ def run_references(
         suite: A suite with a ``[reference]`` table.
         reference_dir: The cache root (see :func:`ppl_bnn.reference.cache_root`).
         jobs: References at once (default: the number of cores).
-        data_dir, max_splits, only, rerun_failed: As for :func:`run_suite`.
+        data_dir, max_splits, only, retry, rerun_failed: As for :func:`run_suite`.
     """
     if suite.reference is None:
         raise ValueError(f"suite {suite.name!r} has no [reference] table: nothing to compute")
@@ -635,7 +653,9 @@ def run_references(
     root = cache_root(reference_dir)
     clean_staging(root)
     ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
-    todo, done = plan_references(ref_jobs, root, data_dir=data_dir, rerun_failed=rerun_failed)
+    todo, done = plan_references(
+        ref_jobs, root, data_dir=data_dir, retry=retry, rerun_failed=rerun_failed
+    )
     summary = SweepSummary(references=done)
     logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
                 len(todo), root)  # fmt: skip

@@ -42,6 +42,7 @@ from ppl_bnn.fit import fit
 from ppl_bnn.methods import get_method, shared
 from ppl_bnn.methods.base import DivergedError, HessianError
 from ppl_bnn.model.bnn import BNN
+from ppl_bnn.reference import data_fingerprint
 from ppl_bnn.runtime import configure_runtime
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
@@ -82,11 +83,13 @@ def run(
     jax_cache: str | None = None,
     worker: dict[str, Any] | None = None,
     warnings: list[str] | None = None,
+    attempt: int = 1,
 ) -> dict[str, Any]:
     """Fit and evaluate ``cell``; write its files and record into ``out_dir`` (``worker``: what
     the record says of the process that ran it; ``warnings``: the list
-    :func:`logged_warnings` fills, kept in the record as ``warnings``)."""
-    record = base_record(cell)
+    :func:`logged_warnings` fills, kept in the record as ``warnings``; ``attempt``: the run's
+    count, see :func:`ppl_bnn.bench.record.next_attempt`)."""
+    record = base_record(cell, attempt)
     record.update(threads=threads, jax_cache=jax_cache, worker=worker or {})
     start = now()
     numpyro = cell.backend == "numpyro"
@@ -98,6 +101,7 @@ def run(
             configure_runtime(jax_cache=jax_cache or False)
             enable_jax_cache()
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
+        record["data_sha256"] = data_fingerprint(data)  # what the cell is fit on
         settings, options, tuning = cell.model, cell.options, None
         if cell.tune is not None:
             # Settings chosen on a validation split of the training set, never the test set.
@@ -158,10 +162,10 @@ def run(
 
 
 def run_probe_cell(
-    probe: Probe, out_dir: Path, *, data_dir: str | None, threads: int
+    probe: Probe, out_dir: Path, *, data_dir: str | None, threads: int, attempt: int = 1
 ) -> dict[str, Any]:
     """Run a performance probe; its rows go into the record's ``perf`` list."""
-    record = base_record(probe)
+    record = base_record(probe, attempt)
     record.update(threads=threads)
     start = now()
     try:
@@ -214,13 +218,17 @@ def _runs(pid: int) -> bool:
 def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
     """Run one task of the pool: ``cell`` (its ``to_dict()``) into ``out_dir``, with the
     ``data_dir``, ``jax_cache`` and shared-fit store (``fit_store``, see
-    :mod:`ppl_bnn.methods.shared`) it names; ``worker`` (how many tasks the worker has run,
-    the seconds it took to start where this task started it) joins the record's ``worker``."""
+    :mod:`ppl_bnn.methods.shared`) it names, as its ``attempt``-th run; ``worker`` (how many
+    tasks the worker has run, the seconds it took to start where this task started it) joins
+    the record's ``worker``."""
     cell = cell_from_dict(task["cell"])
     out_dir = Path(task["out_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
+    attempt = task.get("attempt", 1)
     if isinstance(cell, Probe):
-        return run_probe_cell(cell, out_dir, data_dir=task.get("data_dir"), threads=threads)
+        return run_probe_cell(
+            cell, out_dir, data_dir=task.get("data_dir"), threads=threads, attempt=attempt
+        )
     with shared.use_store(task.get("fit_store")), logged_warnings() as warnings:
         return run(
             cell,
@@ -230,6 +238,7 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
             jax_cache=task.get("jax_cache"),
             worker={"pid": os.getpid(), **task.get("worker", {})},
             warnings=warnings,
+            attempt=attempt,
         )
 
 

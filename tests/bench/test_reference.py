@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ppl_bnn.bench.record import MAX_ATTEMPTS
 from ppl_bnn.bench.runner import plan_references
 from ppl_bnn.data import load_dataset
 from ppl_bnn.reference import (
@@ -160,18 +161,25 @@ def test_reference_document_from_a_record(tmp_path: Path) -> None:
         reference_document("sine", 0, settings={}, model={}, computed_at="now")
 
 
-def test_cached_failures_are_retried_only_when_asked(tmp_path: Path) -> None:
+def test_cached_failures_are_retried_until_they_have_had_their_runs(tmp_path: Path) -> None:
     job = _job()
     key = _key(job)
     todo, done = plan_references([job], tmp_path)
     assert [p.key for p in todo] == [key] and not done
     for status, kept in (("ok", True), ("diverged", True), ("failed", False), ("timeout", False)):
         common = {"settings": {}, "model": {}, "computed_at": "then", "key": key}
-        write_reference(tmp_path / key, reference_document("sine", 0, status=status, **common))
+        document = reference_document("sine", 0, status=status, **common)
+        assert document["attempt"] == 1
+        write_reference(tmp_path / key, document)
         write_netcdf(tmp_path / key / "predictions.nc")
-        todo, done = plan_references([job], tmp_path)
+        todo, done = plan_references([job], tmp_path, retry=False)
         assert not todo and [(o.source, o.document["status"]) for o in done] == [("cached", status)]
-        todo, done = plan_references([job], tmp_path, rerun_failed=True)
+        todo, done = plan_references([job], tmp_path)
+        assert (not todo) is kept, status
+        # One that has had its runs is kept, unless asked for another.
+        write_reference(tmp_path / key, {**document, "attempt": MAX_ATTEMPTS})
+        assert not plan_references([job], tmp_path)[0]
+        todo, done = plan_references([job], tmp_path, retry=False, rerun_failed=True)
         assert (not todo) is kept, status
 
 

@@ -89,7 +89,7 @@ def test_reference_is_computed_once_then_reused_and_published(
     assert json.loads((tmp_path / "c" / "suite.json").read_text())["reference"] is None
 
 
-def test_failed_reference_does_not_stop_the_sweep_and_is_retried_on_request(
+def test_failed_reference_does_not_stop_the_sweep_and_is_retried(
     tmp_path: Path, jax_cache: str
 ) -> None:
     cache = tmp_path / "cache"
@@ -101,15 +101,15 @@ def test_failed_reference_does_not_stop_the_sweep_and_is_retried_on_request(
     published = read_reference(tmp_path / "r" / "references" / "sine-split0")
     assert published is not None and published["status"] == "timeout"
     assert published["converged"] is None and "exceeded its 0.5 s limit" in published["note"]
+    assert published["attempt"] == 1
 
-    kept = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache)
+    kept = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache, retry=False)
     assert kept.skipped == 1 and [o.source for o in kept.references] == ["cached"]
     assert kept.references[0].document == published
-    rerun = run_suite(
-        suite, tmp_path / "r", jobs=2, reference_dir=cache, rerun_failed=True, jax_cache=jax_cache
-    )
-    assert [o.source for o in rerun.references] == ["computed"]
-    assert rerun.references[0].document["computed_at"] >= published["computed_at"]
+    retried = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache, jax_cache=jax_cache)
+    assert [o.source for o in retried.references] == ["computed"]
+    again = retried.references[0].document
+    assert again["attempt"] == 2 and again["computed_at"] >= published["computed_at"]
 
 
 def _fake_process(order: list[str], metrics: dict[str, float]) -> Any:

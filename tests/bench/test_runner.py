@@ -19,6 +19,7 @@ import pytest
 from ppl_bnn.bench import executors
 from ppl_bnn.bench.cell import Cell, base_record
 from ppl_bnn.bench.record import (
+    MAX_ATTEMPTS,
     PREDICTIONS_FILE,
     read_attempts,
     read_record,
@@ -70,16 +71,20 @@ def test_failing_cell_does_not_stop_the_sweep_and_resume_skips_done_cells(
     suite_file = json.loads((results / "suite.json").read_text())
     assert suite_file["wall_s"] > 0 and len(suite_file["cells"]) == 2
 
-    again = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir), jax_cache=jax_cache)
+    assert ok["attempt"] == failed["attempt"] == 1
+
+    again = run_suite(
+        suite, results, jobs=2, data_dir=str(empty_data_dir), retry=False, jax_cache=jax_cache
+    )
     assert again.skipped == 2 and not again.ok  # the failed cell is kept, and still reported
     assert _cells(results) == records
 
-    rerun = run_suite(
-        suite, results, jobs=2, data_dir=str(empty_data_dir), rerun_failed=True, jax_cache=jax_cache
-    )
-    assert rerun.skipped == 1
+    # By default a failed cell is tried again, and its record counts the runs.
+    rerun = run_suite(suite, results, jobs=2, data_dir=str(empty_data_dir), jax_cache=jax_cache)
+    assert rerun.skipped == 1 and rerun.failed_cells == [failed["cell_id"]]
     after = _cells(results)
     assert after[ok["cell_id"]] == ok
+    assert after[failed["cell_id"]]["attempt"] == 2
     assert after[failed["cell_id"]]["started_at"] >= failed["started_at"]
     assert not [p for p in (results / "cells").iterdir() if p.name.startswith(".")]
 
@@ -90,12 +95,20 @@ def test_plan_reruns_changed_failed_or_forced_cells(tmp_path: Path) -> None:
         write_record(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": status,
                                                "config_hash": cell.config_hash(),
                                                "metrics": {"test_ll": -1.0}})  # fmt: skip
-    todo, kept = plan(cells, tmp_path)
+    todo, kept = plan(cells, tmp_path, retry=False)
     assert not todo and len(kept) == 4
-    todo, _ = plan(cells, tmp_path, rerun_failed=True)
+    todo, _ = plan(cells, tmp_path)  # failures are retried by default
     assert [c.seed for c in todo] == [2, 3]
     todo, _ = plan(cells, tmp_path, force=True)
     assert len(todo) == 4
+    # A failure that has had its runs is kept, unless asked for another.
+    for cell in cells[2:]:
+        record = read_record(tmp_path / cell.cell_id)
+        write_record(tmp_path / cell.cell_id, {**record, "attempt": MAX_ATTEMPTS})
+    todo, kept = plan(cells, tmp_path)
+    assert not todo and [r["attempt"] for r in kept[2:]] == [MAX_ATTEMPTS] * 2
+    todo, _ = plan(cells, tmp_path, retry=False, rerun_failed=True)
+    assert [c.seed for c in todo] == [2, 3]
     changed = tiny_suite(seeds=[0], methods={"svi": {**FAST_SVI, "num_steps": 51}}).cells()
     assert plan(changed, tmp_path)[0] == changed
 
@@ -110,9 +123,9 @@ def test_plan_counts_a_failed_rerun_of_a_changed_cell_as_failed(tmp_path: Path) 
     # The rerun with the new configuration failed and left the earlier result in place.
     write_attempt(tmp_path / cell.cell_id, {"cell_id": cell.cell_id, "status": "timeout",
                                             "config_hash": changed.config_hash()})  # fmt: skip
-    todo, kept = plan([changed], tmp_path)
+    todo, kept = plan([changed], tmp_path, retry=False)
     assert not todo and [r["status"] for r in kept] == ["timeout"]
-    assert plan([changed], tmp_path, rerun_failed=True)[0] == [changed]
+    assert plan([changed], tmp_path)[0] == [changed]
     assert plan([cell], tmp_path)[1][0]["status"] == "ok"
 
 
