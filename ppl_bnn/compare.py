@@ -4,8 +4,8 @@ It is the suite runner on one dataset: the model's data (and test set) are writt
 NPZ file in the results folder, a suite with that file as its one dataset is built in memory,
 and :func:`ppl_bnn.bench.runner.run_suite` runs it, with everything the suites have: a process
 per cell with a timeout, resume, the results folder's lock, the compilation and reference
-caches, tuning on a validation split and a gated reference posterior. The verdict is read back
-as a :class:`~ppl_bnn.comparison.Comparison`.
+caches, tuning on a validation split and a reference posterior with its own floor. The verdict
+is read back as a :class:`~ppl_bnn.comparison.Comparison`.
 
 As in the suites, inputs and regression targets are standardised with the training split's
 statistics before fitting (a known ``noise`` is in those units); metrics are in original units.
@@ -294,8 +294,10 @@ def _check_memory(
     """``InsufficientMemoryError`` where a contestant's fit (or the reference's NUTS) needs
     more memory than is available, at the least (:mod:`ppl_bnn.methods.memory`)."""
     runs = [(m, b, options.get(m, {})) for m in methods for b in backends if b in available()[m]]
-    if reference is not None:
-        runs.append(("nuts", "numpyro", ReferenceSettings(**reference).nuts_options()))
+    if reference is not None:  # every chain's draws are held at the end
+        settings = ReferenceSettings(**reference)
+        whole = {**settings.engine_options(), "num_chains": settings.num_chains}
+        runs.append((settings.engine, "numpyro", whole))
     for method, backend, given in runs:
         made = make_options(get_method(method, backend), dict(given), backend=backend)
         check_memory(method, spec, made, n_train)
@@ -470,11 +472,12 @@ def compare(
             ensemble, SWAG and MC dropout.
         backends: ``"numpyro"`` and/or ``"pyro"``.
         seeds: A count (seeds 0..n-1) or the seeds.
-        reference: ``"auto"`` (a NumPyro NUTS reference posterior, 4 chains of 1,000 + 1,000
-            draws, gated by R-hat and ESS, where the network has at most
+        reference: ``"auto"`` (a reference posterior, a chain ensemble from deep-ensemble
+            starts with its own floor, :mod:`ppl_bnn.reference`, where the network has at most
             :data:`AUTO_REFERENCE_WEIGHTS` weights and weights x training points is at most
             :data:`AUTO_REFERENCE_WORK`), ``True``, ``False`` or a mapping of
-            :class:`~ppl_bnn.reference.ReferenceSettings`. Only a converged reference ranks.
+            :class:`~ppl_bnn.reference.ReferenceSettings`. Fidelity ranks only against a
+            reference that passed its gate (it has a floor).
         tune: ``"auto"``: a method whose default does not hold on every data set (MC
             dropout's rate) runs tuned on a validation split of each training set (never the
             test set), unless ``options`` sets that option; ``False``: as given.

@@ -27,11 +27,16 @@ from ppl_bnn.report.load import (
     SuiteResults,
     load_results,
     reference_failure,
-    references_converged,
+    references_pass,
 )
 from ppl_bnn.report.recommend import COST, Grade, Recommendation, with_cost
 from ppl_bnn.report.summary import Point, pareto_front, points
-from ppl_bnn.report.tables import NOT_RANKED
+from ppl_bnn.report.tables import (
+    NOT_RANKED,
+    ensemble_description,
+    floor_remedy,
+    no_floor_detail,
+)
 from ppl_bnn.results import META_FILE, FitResult
 
 #: The table's quality columns, in order, where the cells have them.
@@ -43,8 +48,8 @@ QUALITY_COLUMNS = (
 @dataclass(frozen=True)
 class Verdict:
     """The Summary of one dataset as objects: the recommendation, whether its references
-    converged (the condition for ranking on fidelity), the front of quality against cost on the
-    recommendation's basis, and the contestants to avoid."""
+    passed their gate, i.e. have a floor (the condition for ranking on fidelity), the front of
+    quality against cost on the recommendation's basis, and the contestants to avoid."""
 
     #: The dataset's label.
     dataset: str
@@ -52,18 +57,18 @@ class Verdict:
     recommendation: Recommendation
     #: Its reference posteriors, one per split that has one.
     references: tuple[ReferenceEntry, ...]
-    #: Whether fidelity ranks, i.e. every computable reference passed its gate.
-    reference_converged: bool
+    #: Whether fidelity ranks, i.e. every computable reference passed its gate: has a floor.
+    reference_passed: bool
     #: The Pareto front on the basis, cheapest first (no other contestant is both cheaper and
     #: better).
     front: tuple[Point, ...]
 
     @property
     def closest(self) -> str | None:
-        """``method/backend`` closest to a converged reference, or None where fidelity does not
-        rank (no reference, or one that did not converge)."""
+        """``method/backend`` closest to a reference with a floor, or None where fidelity does
+        not rank (no reference, or one without a floor)."""
         top = self.recommendation.trusted
-        return top.name if self.reference_converged and top is not None else None
+        return top.name if self.reference_passed and top is not None else None
 
     @property
     def avoid(self) -> list[str]:
@@ -72,9 +77,9 @@ class Verdict:
         return [f"{s.name} ({s.why})" for s in self.recommendation.graded(Grade.AVOID)]
 
     def reference_line(self) -> str:
-        """Whether the ranking is against a converged reference, and if not, why not: none
-        requested, infeasible, failed or timed out (with the cause and the remedy), or not
-        converged."""
+        """The reference the ranking is against (its chain ensemble and floor), and if none,
+        why not: none requested, infeasible, failed or timed out (with the cause and the
+        remedy), or no floor (with why and what to try)."""
         usable = [e for e in self.references if e.usable]
         failure = reference_failure(self.references)
         # A split whose reference failed beside others that have one.
@@ -88,18 +93,12 @@ class Verdict:
             notes = "; ".join(sorted({e.note or e.status for e in self.references}))
             why = f" ({notes})" if notes else ""
             return f"No reference posterior{why}: ranked on held-out test log-likelihood and cost."
-        if self.reference_converged:
-            n = len(usable)
-            return f"Reference posterior: converged on {n} of {n} split(s).{also}"
-        bad = [e for e in usable if not e.converged]
-        detail = ", ".join(
-            f"split {e.split}: R-hat {fmt.number(e.diagnostics.get('rhat_max'), 3)}, "
-            f"ESS {fmt.number(e.diagnostics.get('ess_bulk_min'))}"
-            for e in bad
-        )
+        if self.reference_passed:
+            return f"Reference posterior: {ensemble_description(usable)}{also}"
+        bad = [e for e in usable if not e.passed]
         return (
-            f"{NOT_RANKED.capitalize()} ({detail}); ranked on held-out test log-likelihood "
-            f"instead. Try more warmup, a longer tree (max_tree_depth) or a smaller network.{also}"
+            f"{NOT_RANKED.capitalize()} ({no_floor_detail(bad, usable)}); ranked on held-out "
+            f"test log-likelihood instead. Try {floor_remedy(bad)}.{also}"
         )
 
     def front_line(self) -> str:
@@ -204,7 +203,9 @@ class Comparison:
         (a tuned contestant as ``map (tuned)``), ``backend``, ``split``, ``seed``, ``status``,
         then the quality metrics (test log-likelihood per point in original units; RMSE, CRPS
         and 90% coverage, or accuracy, NLL, Brier and ECE), the distances to the reference
-        posterior (NaN where there is none), ``reference_converged``, and the cost in seconds:
+        posterior (NaN where there is none) with ``ref_floor_ratio`` (each cell's distance over
+        its reference's floor; at most 1: indistinguishable from the reference),
+        ``reference_passed`` (whether its reference has a floor), and the cost in seconds:
         ``fit_s`` (inside ``fit``), ``compile_s`` (of it, compiling), ``tuning_s`` (a tuned
         contestant's grid) and ``cost_s`` (fit and tuning without compilation: what the Summary
         ranks cost on)."""
@@ -222,8 +223,8 @@ class Comparison:
         for column in (*QUALITY_COLUMNS, *FIDELITY_COLUMNS):
             if column in cells and cells[column].notna().any():
                 out[column] = cells[column].astype(float)
-        if "ref_converged" in cells:
-            out["reference_converged"] = cells["ref_converged"].astype("boolean")
+        if "ref_passed" in cells:
+            out["reference_passed"] = cells["ref_passed"].astype("boolean")
         timings = {"fit_s": "time_total", "compile_s": "time_compile", "tuning_s": "time_tuning"}
         for name, column in timings.items():
             out[name] = cells[column].astype(float) if column in cells else math.nan
@@ -241,7 +242,7 @@ class Comparison:
         if rec.basis is not None:
             cells = results.cells[results.cells["dataset"] == dataset]
             front = pareto_front(points(cells, rec.basis.column), rec.basis.lower)
-        return Verdict(dataset, rec, references, references_converged(references), tuple(front))
+        return Verdict(dataset, rec, references, references_pass(references), tuple(front))
 
     @cached_property
     def results(self) -> Mapping[str, FitResult]:

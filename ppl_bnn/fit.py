@@ -54,7 +54,7 @@ def fit(
     Args:
         model: A :class:`~ppl_bnn.BNN` (spec plus training data).
         method: ``"svi"``, ``"lowrank"``, ``"fullrank"``, ``"map"``, ``"laplace"``, ``"swag"``,
-            ``"mcdropout"``, ``"ensemble"``, ``"multiswag"``, ``"nuts"``, ``"hmc"``,
+            ``"mcdropout"``, ``"ensemble"``, ``"multiswag"``, ``"nuts"``, ``"hmc"``, ``"mclmc"``,
             ``"sgld"``, ``"sghmc"``, ``"csgld"`` or ``"csghmc"`` (see
             :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.

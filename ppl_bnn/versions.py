@@ -6,7 +6,9 @@ import platform
 from functools import cache
 from importlib import metadata
 
-_PACKAGES = ("ppl_bnn", "numpy", "jax", "jaxlib", "numpyro", "torch", "pyro-ppl", "arviz")
+_PACKAGES = (
+    "ppl_bnn", "numpy", "jax", "jaxlib", "numpyro", "blackjax", "torch", "pyro-ppl", "arviz",
+)  # fmt: skip
 
 
 @cache

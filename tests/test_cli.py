@@ -64,7 +64,8 @@ TINY_REFERENCE_SUITE = """
 name = "tiny-ref"
 backends = ["numpyro"]
 [reference]
-num_chains = 2
+engine = "nuts"
+num_chains = 4
 num_warmup = 30
 num_samples = 30
 max_tree_depth = 3
@@ -93,8 +94,8 @@ def test_reference_command_computes_then_reuses(
     with caplog.at_level(logging.INFO):
         # bostonHousing's data is missing: that reference fails, the others do not wait for it.
         assert main([*args, "--reference-dir", str(cache)]) == 1
-    assert "reference sine-split0: computed, ok; R-hat max" in caplog.text
-    assert "not converged" in caplog.text
+    assert "reference sine-split0: computed, ok; 4 of 4 chains kept, floor w2" in caplog.text
+    assert "; passed" in caplog.text
     assert (
         "reference bostonHousing-split0: unavailable, failed: DatasetNotFoundError" in caplog.text
     )
@@ -115,7 +116,7 @@ def test_bench_passes_reference_flags_and_a_failed_reference_is_a_failure(
 ) -> None:
     calls: list[dict] = []
     failed = ReferenceOutcome("sine-split0", "computed", {
-        "status": "timeout", "note": "Timeout: killed", "converged": None,
+        "status": "timeout", "note": "Timeout: killed", "passed": None,
     })  # fmt: skip
 
     def fake_run_suite(suite, results, **kwargs):

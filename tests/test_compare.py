@@ -268,29 +268,39 @@ def test_the_command_line_reads_a_test_file_with_the_training_files_classes(
 
 
 @pytest.mark.parametrize(
-    ("converged", "closest", "line"),
+    ("passed", "closest", "line"),
     [
-        (True, "nuts/numpyro", "Reference posterior: converged on 1 of 1 split(s)."),
-        (False, None, "Not ranked: reference not converged (split 0: R-hat 1.08, ESS 31)"),
+        (True, "nuts/numpyro", "Reference posterior: a chain ensemble of 16 MCLMC chains from "
+         "deep-ensemble starts (all 16 kept), floor W2 0.041 (0.0098 standardised), sampled in "
+         "1 s."),
+        (False, None, "Not ranked: reference has no floor (3 of 16 chains kept, fewer than the 4 "
+         "a floor needs); ranked on held-out test log-likelihood instead."),
     ],
-)
-def test_the_verdict_names_the_closest_only_against_a_converged_reference(
-    tmp_path: Path, converged: bool, closest: str | None, line: str
+)  # fmt: skip
+def test_the_verdict_names_the_closest_only_against_a_reference_with_a_floor(
+    tmp_path: Path, passed: bool, closest: str | None, line: str
 ) -> None:
     (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
+    found = {"chains_run": 16, "chains_kept": 16 if passed else 3}
+    if passed:
+        found.update(floor_w2=0.041, floor_w2_std=0.0098)
     entry = ReferenceEntry(
-        dataset="d", split=0, status="ok", converged=converged, note=None,
-        gate={"rhat_max": 1.01, "ess_bulk_min": 400},
-        diagnostics={"rhat_max": 1.08, "ess_bulk_min": 31}, settings={}, wall_s=1.0,
+        dataset="d", split=0, status="ok", passed=passed,
+        note=None if passed else "no floor: 3 of 16 chains kept, fewer than the 4 a floor needs",
+        gate={"min_chains": 4}, diagnostics=found,
+        settings={"engine": "mclmc", "num_chains": 16, "num_warmup": 2000}, wall_s=1.0,
         folder=tmp_path,
     )  # fmt: skip
-    basis = Basis("ref_w2", "W2 to ref.", True, "fidelity") if converged else None
+    basis = Basis("ref_w2", "W2 to ref.", True, "fidelity") if passed else None
     top = Standing(("nuts", "numpyro"), Grade.TRUST, value=0.1, se=0.01, cost=2.0)
     map_avoid = Standing(("map", "numpyro"), Grade.AVOID, reason="diverged", detail="1 of 3 cells")
-    verdict = Verdict("d", Recommendation("d", basis, (top, map_avoid)), (entry,), converged, ())
+    verdict = Verdict("d", Recommendation("d", basis, (top, map_avoid)), (entry,), passed, ())
     assert verdict.closest == closest
     text = str(verdict)
     assert line in text
     assert "Unusable or to avoid: map/numpyro (diverged in 1 of 3 cells)." in text
-    if not converged:
-        assert "Try more warmup, a longer tree (max_tree_depth) or a smaller network." in text
+    if not passed:
+        assert (
+            "Try more chains (num_chains, now 16) or a longer warm-up (num_warmup, now 2000)."
+            in text
+        )

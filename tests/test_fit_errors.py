@@ -203,7 +203,9 @@ def test_pyro_only_option_on_numpyro_is_refused(
 
 def test_backend_only_options_are_declared_on_the_options_fields() -> None:
     """One place says which backend an option belongs to: its field; every table entry agrees."""
-    assert option_backends(NUTSOptions) == {"potential": "pyro"}
+    assert option_backends(NUTSOptions) == {
+        "potential": "pyro", "init": "numpyro", "chain_method": "numpyro",
+    }  # fmt: skip
     assert option_backends(SVIOptions) == {"jit": "pyro", "update": "pyro"}
     assert option_backends(SGLDOptions) == {"jit": "pyro"}
     for method in METHODS:

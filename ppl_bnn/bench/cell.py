@@ -64,6 +64,10 @@ class Cell(_Runnable):
             :mod:`ppl_bnn.bench.tuning`), or None. A cell with a grid is the tuned contestant
             ``"<method> (tuned)"`` (:attr:`contestant`), and ``-tuned`` follows the method in
             its id (``diabetes-split0-map-tuned-numpyro-seed0``). In the config only when set.
+        reference: The settings of the reference posterior the cell samples
+            (:meth:`ppl_bnn.reference.ReferenceSettings.as_dict`, its timeout aside), or None:
+            the cell samples a chain ensemble (:func:`ppl_bnn.reference.sample.sample_reference`)
+            with ``method`` as its engine, not one fit. In the config only when set.
     """
 
     suite: str
@@ -81,6 +85,7 @@ class Cell(_Runnable):
     variant: str | None = None
     sweep: str | None = None
     tune: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
 
     @property
     def cell_id(self) -> str:
@@ -114,7 +119,7 @@ class Cell(_Runnable):
         if "file" in out["data"]:
             file = out["data"]["file"]
             out["data"]["file"] = {k: v for k, v in file.items() if k not in FILE_PLACES}
-        for key in ("variant", "sweep", "tune"):
+        for key in ("variant", "sweep", "tune", "reference"):
             if out[key] is None:
                 out.pop(key)
         return out

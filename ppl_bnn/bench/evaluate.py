@@ -20,6 +20,7 @@ from ppl_bnn.methods import get_method, make_options
 from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.methods.curves import CURVE_KEY
 from ppl_bnn.methods.sgmcmc import SGMCMCOptions
+from ppl_bnn.metrics.reference import FIDELITY_DRAWS, FIDELITY_POINTS, evenly
 from ppl_bnn.predictive import Prediction, predictive_at
 from ppl_bnn.results import FitResult
 from ppl_bnn.timing import now
@@ -59,17 +60,15 @@ class Evaluation:
     regions: dict[str, str] = field(default_factory=dict)
 
 
-def _thin(num: int, keep: int) -> np.ndarray:
-    return np.unique(np.linspace(0, num - 1, min(num, keep)).round().astype(int))
-
-
 def _original_units(pred: Prediction, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Per-draw means f (S, N) and noise std (S,) in the target's original units."""
     f = pred.f[..., 0].astype(np.float64) * data.y_std + data.y_mean
     return f, np.asarray(pred.noise_std, dtype=np.float64) * data.y_std
 
 
-def _regression(result: FitResult, data: Dataset, out: Evaluation, stored_draws: int) -> np.ndarray:
+def _regression(
+    result: FitResult, data: Dataset, out: Evaluation, stored_draws: int, fidelity_draws: int
+) -> np.ndarray:
     pred = result.predict(data.x_test)
     f, sigma = _original_units(pred, data)
     y = data.y_test * data.y_std + data.y_mean
@@ -77,7 +76,7 @@ def _regression(result: FitResult, data: Dataset, out: Evaluation, stored_draws:
     out.curves["coverage"] = metrics.calibration_curve(f, sigma, y)
     if data.test_inside is not None:
         _by_region(f, sigma, y, data, out)
-    keep = _thin(f.shape[0], stored_draws)
+    keep = evenly(f.shape[0], stored_draws)
     total_std = np.sqrt(f.var(axis=0) + np.mean(sigma**2))
     out.predictions.update(
         {
@@ -87,6 +86,7 @@ def _regression(result: FitResult, data: Dataset, out: Evaluation, stored_draws:
             "test_epistemic_std": (("test",), f.std(axis=0)),
             "test_f": (("draw", "test"), f[keep].astype(np.float32)),
             "test_sigma": (("draw",), sigma[keep]),
+            **_fidelity_sample(f, sigma, fidelity_draws),
         }
     )
     if data.x_grid is not None:
@@ -103,6 +103,21 @@ def _regression(result: FitResult, data: Dataset, out: Evaluation, stored_draws:
             }
         )
     return f
+
+
+def _fidelity_sample(
+    f: np.ndarray, sigma: np.ndarray, draws: int
+) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """What fidelity to a reference is measured on (:mod:`ppl_bnn.metrics.reference`): ``draws``
+    draws of the predictive at the :data:`~ppl_bnn.metrics.reference.FIDELITY_POINTS` test
+    points, both evenly spaced, and which test points they are."""
+    points = evenly(f.shape[1], FIDELITY_POINTS)
+    kept = evenly(f.shape[0], draws)
+    return {
+        "fidelity_point": (("fidelity_point",), points),
+        "fidelity_f": (("fidelity_draw", "fidelity_point"), f[kept][:, points].astype(np.float32)),
+        "fidelity_sigma": (("fidelity_draw",), sigma[kept]),
+    }
 
 
 def _by_region(
@@ -268,7 +283,7 @@ def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
         for name, shape in sites.items()
     }
     all_snr = np.concatenate([v.ravel() for v in snr.values()])
-    keep = _thin(result.num_draws, STORED_DRAWS)
+    keep = evenly(result.num_draws, STORED_DRAWS)
     base = {k: v[:, keep] for k, v in result.draws.items()}
     curve: dict[str, list[float]] = {"fraction": [], "test_ll": []}
     quality = "rmse" if data.task == "regression" else "accuracy"
@@ -313,13 +328,21 @@ def _training(result: FitResult, data: Dataset, out: Evaluation) -> None:
     out.curves["training"] = training
 
 
-def evaluate(result: FitResult, data: Dataset, *, stored_draws: int = STORED_DRAWS) -> Evaluation:
+def evaluate(
+    result: FitResult,
+    data: Dataset,
+    *,
+    stored_draws: int = STORED_DRAWS,
+    fidelity_draws: int = FIDELITY_DRAWS,
+) -> Evaluation:
     """Metrics, curves and predictions of ``result`` on ``data``'s test set (original units);
-    regression keeps ``stored_draws`` draws of the test predictive, thinned evenly."""
+    regression keeps ``stored_draws`` draws of the test predictive, thinned evenly, and
+    ``fidelity_draws`` at the points fidelity to a reference is measured on (a reference keeps
+    :data:`~ppl_bnn.metrics.reference.FIDELITY_REFERENCE_DRAWS`)."""
     out = Evaluation()
     start = now()
     if data.task == "regression":
-        per_draw = _regression(result, data, out, stored_draws)
+        per_draw = _regression(result, data, out, stored_draws, fidelity_draws)
     else:
         per_draw = _classification(result, data, out)
     _usability(result, data, out)

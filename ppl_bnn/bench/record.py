@@ -40,10 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.files import netcdf_problem, write_atomic
-from ppl_bnn.reference import PREDICTIONS_FILE  # noqa: F401 - a cell's file names are all here
+from ppl_bnn.reference import (  # noqa: F401 - a cell's file names are all here
+    PREDICTIONS_FILE,
+    RECORD_FILE,
+)
 
 SCHEMA_VERSION = 1
-RECORD_FILE = "record.json"
 #: A results folder's description of its suite, its cells and the runs that produced them.
 SUITE_FILE = "suite.json"
 IDATA_FILE = "inference_data.nc"

@@ -233,7 +233,7 @@ def publish_reference(outcome: ReferenceOutcome, root: Path, results_dir: Path) 
     published = read_reference(final)
     if (
         published is not None
-        and published.get("converged") is not None  # it has draws
+        and published.get("passed") is not None  # it has draws
         and published.get("key") != outcome.document["key"]
     ):
         set_aside(final, results_dir, "references", "another reference took its place (its "

@@ -221,6 +221,19 @@ def check_int(
     return value
 
 
+def check_positive_number(where: str, raw: Mapping[str, Any], key: str) -> float:
+    """``raw[key]``, which must be a finite number > 0."""
+    value = raw[key]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise SuiteError(f"{where}: {key} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
 def check_open_unit(where: str, raw: Mapping[str, Any], key: str, default: float) -> float:
     """``raw[key]`` (else ``default``), which must be a number strictly between 0 and 1."""
     value = raw.get(key, default)

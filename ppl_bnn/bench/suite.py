@@ -220,7 +220,7 @@ class DatasetEntry:
 
 @dataclass(frozen=True)
 class ReferenceJob:
-    """The reference posterior of one (dataset, split): the NUTS cell that computes it with
+    """The reference posterior of one (dataset, split): the cell that samples it with
     ``settings``, or why there is none (``no_reference``)."""
 
     cell: Cell
@@ -347,19 +347,21 @@ class Suite:
         _check_splits(f"suite {self.name}", dataset, splits, n)
 
     def _reference_cell(self, entry: DatasetEntry, split: int, settings: ReferenceSettings) -> Cell:
+        how = {k: v for k, v in settings.as_dict().items() if k != "timeout_s"}
         return Cell(
             suite=self.name,
             dataset=entry.name,
             split=split,
-            method="nuts",
+            method=settings.engine,
             backend="numpyro",
             seed=settings.seed,
             model=merge_model(self.model, entry.model),
-            options=settings.nuts_options(),
+            options=settings.engine_options(),
             data=entry.limits(),
             stored_draws=REFERENCE_STORED_DRAWS,
             timeout_s=settings.timeout_s,
             variant=entry.variant,
+            reference=how,
         )
 
     def _cells(self, entry: DatasetEntry, split: int, method: str, backend: str) -> list[Cell]:

@@ -1,9 +1,11 @@
 """A fit suite's ``[methods.<name>]`` tables (options, per-backend overrides, a tuned contestant's
-grid) and its ``[reference]`` table (the reference posteriors' NUTS settings), checked."""
+grid) and its ``[reference]`` table (how the reference posteriors' chain ensembles are sampled),
+checked."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from ppl_bnn.bench.schema import (
@@ -12,16 +14,20 @@ from ppl_bnn.bench.schema import (
     check_keys,
     check_open_unit,
     check_options,
+    check_positive_number,
     check_timeout,
 )
 from ppl_bnn.bench.tuning import parse_tuning
 from ppl_bnn.engine.registry import BACKENDS
 from ppl_bnn.methods import available
-from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference import ENGINES, ReferenceSettings
+from ppl_bnn.reference.chains import MIN_CHAINS
 
-_REFERENCE_KEYS = {
-    "num_chains", "num_warmup", "num_samples", "max_tree_depth", "target_accept", "seed",
-    "timeout_s",
+_REFERENCE_KEYS = {f.name for f in fields(ReferenceSettings)}
+#: The integer settings and their least values (per-chain diagnostics need 8 draws a chain).
+_REFERENCE_INTS = {
+    "num_chains": MIN_CHAINS, "chains_per_batch": 1, "num_warmup": 0, "num_samples": 8,
+    "thinning": 1, "max_tree_depth": 1, "seed": 0,
 }  # fmt: skip
 
 
@@ -56,26 +62,30 @@ def parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
 
 
 def parse_reference(where: str, table: Any) -> ReferenceSettings | None:
-    """The ``[reference]`` table's NUTS settings (defaults for what it leaves out), or None."""
+    """The ``[reference]`` table's settings of the chain ensemble (defaults for what it leaves
+    out; :class:`~ppl_bnn.reference.ReferenceSettings`), or None."""
     if table is None:
         return None
     loc = f"{where} [reference]"
     if not isinstance(table, Mapping):
         raise SuiteError(
-            f"{loc}: must be a table of NumPyro NUTS settings ({sorted(_REFERENCE_KEYS)}), "
-            f"got {table!r}"
+            f"{loc}: must be a table of reference settings ({sorted(_REFERENCE_KEYS)}), got "
+            f"{table!r}"
         )
     check_keys(loc, table, _REFERENCE_KEYS)
-    default = ReferenceSettings()
-    settings = ReferenceSettings(
-        num_chains=check_int(loc, table, "num_chains", default.num_chains, minimum=1),
-        num_warmup=check_int(loc, table, "num_warmup", default.num_warmup),
-        # The convergence gate's R-hat needs at least 4 draws per chain.
-        num_samples=check_int(loc, table, "num_samples", default.num_samples, minimum=4),
-        max_tree_depth=check_int(loc, table, "max_tree_depth", default.max_tree_depth, minimum=1),
-        target_accept=check_open_unit(loc, table, "target_accept", default.target_accept),
-        seed=check_int(loc, table, "seed", default.seed),
-        timeout_s=check_timeout(loc, table, default.timeout_s),
-    )
-    check_options(loc, "nuts", "numpyro", settings.nuts_options())
+    for key, minimum in _REFERENCE_INTS.items():
+        if key in table:
+            check_int(loc, table, key, 0, minimum=minimum)
+    for key in ("target_floor", "max_seconds"):
+        if key in table:
+            check_positive_number(loc, table, key)
+    if "target_accept" in table:
+        check_open_unit(loc, table, "target_accept", 0.8)
+    if "engine" in table and not isinstance(table["engine"], str):
+        raise SuiteError(f"{loc}: engine must be one of {list(ENGINES)}, got {table['engine']!r}")
+    try:
+        settings = ReferenceSettings(**{**table, "timeout_s": check_timeout(loc, table, 1800.0)})
+    except ValueError as err:
+        raise SuiteError(f"{loc}: {err}") from err
+    check_options(loc, settings.engine, "numpyro", settings.engine_options())
     return settings

@@ -41,8 +41,12 @@ from ppl_bnn.files import import_arviz, write_atomic
 from ppl_bnn.fit import fit
 from ppl_bnn.methods import get_method, shared
 from ppl_bnn.methods.base import DivergedError, HessianError
+from ppl_bnn.metrics.reference import FIDELITY_DRAWS, FIDELITY_REFERENCE_DRAWS
 from ppl_bnn.model.bnn import BNN
-from ppl_bnn.reference import data_fingerprint
+from ppl_bnn.reference import ReferenceSettings, data_fingerprint
+from ppl_bnn.reference.chains import ChainAssessment
+from ppl_bnn.reference.sample import sample_reference
+from ppl_bnn.results import FitResult
 from ppl_bnn.runtime import configure_runtime
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
@@ -109,16 +113,15 @@ def run(
             settings, options = tuning.model, tuning.options
             fitting += tuning.seconds - tuning.info["shared_seconds"]
         model = BNN(data.x_train, data.y_train, **model_arguments(settings, data))
-        # The test set as the held-out set of a training curve: shown in the report only,
-        # never used to fit or to choose anything.
-        held_out = {}
-        if get_method(cell.method, cell.backend).records_curves:
-            held_out["validation"] = (data.x_test, data.y_test)
-        result = fit(
-            model, cell.method, backend=cell.backend, seed=cell.seed, **held_out, **options
-        )
+        result, chains = _fit(cell, model, data, options)
         fitting += result.timings["total"] - result.timings.get("shared", 0.0)
-        evaluation = evaluate(result, data, stored_draws=cell.stored_draws)
+        fidelity_draws = FIDELITY_DRAWS if chains is None else FIDELITY_REFERENCE_DRAWS
+        evaluation = evaluate(
+            result, data, stored_draws=cell.stored_draws, fidelity_draws=fidelity_draws
+        )
+        if chains is not None:  # a reference: its chains, and the floor in original units
+            scale = data.y_std if data.task == "regression" else 1.0
+            evaluation.metrics.update(chains.metrics(scale))
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
         # The whole fit, so that FitResult.load reads the cell's folder back.
         result.write_into(out_dir)
@@ -159,6 +162,23 @@ def run(
     record["finished_at"] = timestamp()
     write_record(out_dir, record)
     return record
+
+
+def _fit(
+    cell: Cell, model: BNN, data: Any, options: dict[str, Any]
+) -> tuple[FitResult, ChainAssessment | None]:
+    """The cell's fit: ``fit`` (with the test set as a training curve's held-out set, for the
+    report only: never used to fit or to choose anything), or for a reference its chain
+    ensemble and their assessment."""
+    if cell.reference is not None:
+        settings = ReferenceSettings(**{k: v for k, v in cell.reference.items()
+                                        if k != "stored_draws"})  # fmt: skip
+        return sample_reference(model, data.x_test, settings)
+    held_out = {}
+    if get_method(cell.method, cell.backend).records_curves:
+        held_out["validation"] = (data.x_test, data.y_test)
+    result = fit(model, cell.method, backend=cell.backend, seed=cell.seed, **held_out, **options)
+    return result, None
 
 
 def run_probe_cell(

@@ -20,6 +20,7 @@ from ppl_bnn.methods import (
     lowrank,
     map_estimate,
     mcdropout,
+    mclmc,
     multiswag,
     nuts,
     sghmc,
@@ -33,6 +34,7 @@ from ppl_bnn.methods.base import Family, Method, option_backends
 METHODS: tuple[Method, ...] = (
     nuts.METHOD,
     hmc.METHOD,
+    mclmc.METHOD,
     sgld.METHOD,
     sghmc.METHOD,
     csgld.METHOD,
@@ -72,9 +74,10 @@ def get_method(name: str, backend: str) -> Method:
         raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(_BY_NAME))}")
     method = _BY_NAME[name]
     if backend not in method.backends:
+        why = method.unavailable.get(backend)
         raise ValueError(
-            f"method {name!r} is not available on backend {backend!r}; "
-            f"it runs on: {', '.join(method.backends)}"
+            f"method {name!r} is not available on backend {backend!r}"
+            f"{': ' + why if why else ''}; it runs on: {', '.join(method.backends)}"
         )
     return method
 

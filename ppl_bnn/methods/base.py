@@ -10,7 +10,7 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from ppl_bnn.engine.registry import BACKENDS, get_driver, has_driver
+from ppl_bnn.engine.registry import BACKENDS, check_backend, get_driver, has_driver
 from ppl_bnn.methods import shared
 from ppl_bnn.methods.output import RunOutput
 
@@ -87,6 +87,8 @@ class Method:
             tuned on a validation split (:mod:`ppl_bnn.bench.tuning`) beside its default.
         tuning_grid: The values of ``tuned_by_default[0]`` that ``compare(..., tune="auto")``
             chooses from on a validation split.
+        unavailable: Backend -> why the method does not run there, for a backend that has no
+            driver for it (``mclmc`` on Pyro); the error that refuses it says so.
     """
 
     name: str
@@ -104,10 +106,13 @@ class Method:
     predicts_near_modes: bool = False
     tuned_by_default: tuple[str, ...] = ()
     tuning_grid: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):
             raise ValueError(f"method {self.name!r} needs exactly one of driver= and run=")
+        for backend in self.unavailable:
+            check_backend(backend)
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -25,6 +25,11 @@ def check_probability(name: str, value: object) -> None:
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
 
 
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; available: {', '.join(choices)}")
+
+
 def check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")

@@ -27,14 +27,18 @@ from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import DivergedError, backend_option
 from ppl_bnn.methods.checks import (
     check_bool,
+    check_choice,
     check_positive_float,
     check_positive_int,
     check_probability,
 )
 from ppl_bnn.methods.divergence import diverged
+from ppl_bnn.methods.starts import SAMPLER_INITS
 
 #: Pyro potentials: flat-vector ones (see :mod:`ppl_bnn.backends.pyro.potential`), then Pyro's own.
 PYRO_POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
+#: How NumPyro runs several chains (``auto``: in parallel where there are host devices enough).
+CHAIN_METHODS: tuple[str, ...] = ("auto", "parallel", "sequential", "vectorized")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +60,13 @@ class MCMCOptions:
             ``torch.jit.trace``-d, or plain; ``"pyro_jit"`` / ``"pyro"``: Pyro's own per-site
             potential from ``initialize_model`` with / without ``jit_compile`` (Pyro's default
             path). NumPyro always compiles.
+        init: NumPyro only: where the chains start: ``"uniform"`` (U(-2, 2) on the
+            unconstrained scale, the library's default) or ``"ensemble"``, each chain at its
+            own member of a deep ensemble (:mod:`ppl_bnn.methods.starts`; DEI-MCMC).
+        chain_method: NumPyro only: ``"auto"`` (in parallel on host devices where there are
+            enough, else one after another), ``"parallel"``, ``"sequential"`` or
+            ``"vectorized"`` (every chain in one program, in lockstep: many chains on few
+            cores).
     """
 
     num_warmup: int = 500
@@ -65,6 +76,8 @@ class MCMCOptions:
     step_size: float = 1.0
     dense_mass: bool = False
     potential: str = backend_option("compiled", "pyro")
+    init: str = backend_option("uniform", "numpyro")
+    chain_method: str = backend_option("auto", "numpyro")
 
     @property
     def kept_draws(self) -> int:
@@ -86,6 +99,8 @@ class MCMCOptions:
             raise ValueError(
                 f"unknown potential {self.potential!r}; available: {', '.join(PYRO_POTENTIALS)}"
             )
+        check_choice("init", self.init, SAMPLER_INITS)
+        check_choice("chain_method", self.chain_method, CHAIN_METHODS)
 
 
 def no_finite_start(name: str, target: Target) -> DivergedError:

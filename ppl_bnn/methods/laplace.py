@@ -55,7 +55,7 @@ from ppl_bnn.engine.contracts import Target
 from ppl_bnn.engine.registry import get_driver
 from ppl_bnn.methods import ggn, map_estimate
 from ppl_bnn.methods.base import Family, Method, RunOutput
-from ppl_bnn.methods.checks import check_bool, check_positive_float
+from ppl_bnn.methods.checks import check_bool, check_choice, check_positive_float
 from ppl_bnn.methods.optimisation import SampledGuideOptions
 from ppl_bnn.model.priors import Normal
 from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
@@ -77,11 +77,6 @@ _GGN_ONLY = {
     "prior_precision": "marglik",
     "prior_precision_per_layer": False,
 }
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; available: {', '.join(choices)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,12 +118,12 @@ class LaplaceOptions(SampledGuideOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_choice("hessian", self.hessian, HESSIANS)
-        _check_choice("structure", self.structure, ggn.STRUCTURES)
+        check_choice("hessian", self.hessian, HESSIANS)
+        check_choice("structure", self.structure, ggn.STRUCTURES)
         if self.predictive is not None:
-            _check_choice("predictive", self.predictive, PREDICTIVES)
+            check_choice("predictive", self.predictive, PREDICTIVES)
         if isinstance(self.prior_precision, str):
-            _check_choice("prior_precision", self.prior_precision, PRIOR_PRECISIONS)
+            check_choice("prior_precision", self.prior_precision, PRIOR_PRECISIONS)
         else:
             check_positive_float("prior_precision", self.prior_precision)
         check_bool("prior_precision_per_layer", self.prior_precision_per_layer)

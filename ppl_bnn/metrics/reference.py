@@ -154,6 +154,22 @@ def mixture_ks(
 #: Quantiles per point of the reference metrics' W2 and KS.
 REFERENCE_QUANTILES = 100
 
+#: Fidelity to a reference is measured on this many test points, evenly spaced: its cost grows
+#: with draws x points x quantiles, and a few hundred fits must be scored in minutes.
+FIDELITY_POINTS = 50
+#: Draws of a fit's predictive that fidelity compares, evenly thinned, and ...
+FIDELITY_DRAWS = 1000
+#: ... the draws of the reference's predictive they are compared with. Both bound the W2 of two
+#: samples of one predictive away from 0: on bostonHousing (chain-ensemble draws, standardised)
+#: 0.014 at 200 and 400 draws, 0.006 at these counts. A reference's floor
+#: (:mod:`ppl_bnn.reference.chains`) is measured with them too, so that it holds that part.
+FIDELITY_REFERENCE_DRAWS = 2000
+
+
+def evenly(n: int, keep: int) -> np.ndarray:
+    """At most ``keep`` evenly spaced indices of ``range(n)``, the first and the last among them."""
+    return np.unique(np.linspace(0, n - 1, min(n, keep)).round().astype(int))
+
 
 def reference_quantiles(f_ref: ArrayLike, sigma_ref: ArrayLike) -> np.ndarray:
     """The reference mixture's quantiles (M, N) that :func:`reference_metrics_regression`

@@ -9,7 +9,7 @@ from ppl_bnn.report.recommend import Recommendation, recommend, with_cost
 
 SCOREBOARD_CAPTION = (
     "Each method's standing per dataset and backend (hover a cell for its number): trust (the "
-    "closest to a converged reference, or without one the best held-out test log-likelihood), "
+    "closest to a reference with a floor, or without one the best held-out test log-likelihood), "
     "as good (a paired t-test over splits and seeds cannot tell it from the trusted one), "
     "worse, avoid (unusable, diverged, or over-confident out of range), not judged (failed, "
     "timed out or a reduced budget); \u00b7 not run. The rule is stated under Summary."

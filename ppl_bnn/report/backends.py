@@ -7,8 +7,8 @@ error, shown beside the seed-to-seed spread (standard deviation) of the metric w
 A difference that a paired t-test at the 5% level does not tell from zero
 (:func:`ppl_bnn.report.ranking.clear`) is reported as agreement, never as a win. Pairs whose
 settings differ are listed with what differs, and not compared. Distances to the reference
-posterior are compared only where the dataset's references converged
-(:func:`~ppl_bnn.report.load.references_converged`).
+posterior are compared only where the dataset's references have a floor
+(:func:`~ppl_bnn.report.load.references_pass`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Table
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import SuiteResults, method_key, references_converged
+from ppl_bnn.report.load import SuiteResults, method_key, references_pass
 from ppl_bnn.report.ranking import REPLICATE, clear, reduced
 from ppl_bnn.report.stats import WITH_METRICS
 
@@ -97,8 +97,8 @@ def comparisons(results: SuiteResults) -> tuple[pd.DataFrame, pd.DataFrame]:
             skipped.append({"dataset": dataset, "method": method, "why": why})
             continue
         row: dict[str, Any] = {"dataset": dataset, "method": method}
-        converged = references_converged(results.references_of(dataset))
-        for column in QUALITY if converged else TEST_QUALITY:
+        passed = references_pass(results.references_of(dataset))
+        for column in QUALITY if passed else TEST_QUALITY:
             if column in group and group[column].notna().any():
                 diff, se, pairs, sd = _differences(a, b, column)
                 row[column] = (diff, se, pairs, sd, _verdict(diff, se, pairs))

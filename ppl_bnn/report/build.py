@@ -44,7 +44,7 @@ from ppl_bnn.report.document import (
 from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
 from ppl_bnn.report.figure_memo import FigureMemo
-from ppl_bnn.report.glossary import QUANTITIES
+from ppl_bnn.report.glossary import CONCEPTS, IZMAILOV_2021, QUANTITIES, Citation
 from ppl_bnn.report.load import SuiteResults, method_key
 from ppl_bnn.report.published import published_classification_table
 from ppl_bnn.report.summary import summary_section
@@ -54,7 +54,7 @@ logger = logging.getLogger(__name__)
 #: Sampler cells that get rank plots and weight summaries (rendering cost stays bounded).
 MAX_RANK_CELLS = 4
 RANK_METHODS = method_names(exact=True)
-IZMAILOV = Link("Izmailov et al. 2021", "https://arxiv.org/abs/2104.14421")
+IZMAILOV = Link(IZMAILOV_2021.short, str(IZMAILOV_2021.url))
 
 T = TypeVar("T")
 
@@ -192,11 +192,11 @@ def overview(b: _Builder) -> Section:
     # A study's dataset has no reference by design: only the contestants' count.
     references = [e for (d, _), e in results.references.items() if d in results.datasets()]
     if references:
-        converged = sum(bool(e.converged) for e in references)
+        passed = sum(bool(e.passed) for e in references)
         section.blocks.append(
             Paragraph.of(
-                f"Reference posteriors: {converged} of {len(references)} (dataset, "
-                "split) pairs have a converged one (see ",
+                f"Reference posteriors: {passed} of {len(references)} (dataset, "
+                "split) pairs have one with a floor (see ",
                 Link("Against the reference posterior", "#reference"),
                 ").",
             )
@@ -300,7 +300,29 @@ def how_to_read(results: SuiteResults) -> Section:
     blocks: list[Any] = [intro]
     if items:
         blocks.append(BulletList(items))
+    if results.references:
+        blocks.append(Paragraph.of("The reference posterior:"))
+        blocks.append(
+            BulletList(
+                tuple(
+                    (Strong(c.label), f": {c.definition} (", *_cited(c.citations), ").")
+                    for c in CONCEPTS.values()
+                )
+            )
+        )
     return Section("How to read this report", "how-to-read", blocks)
+
+
+def _cited(citations: tuple[Citation, ...]) -> list[Any]:
+    """Sources as inline parts: each short name (a link where it has an address) and title,
+    separated by semicolons."""
+    parts: list[Any] = []
+    for citation in citations:
+        if parts:
+            parts.append("; ")
+        short = citation.short if citation.url is None else Link(citation.short, citation.url)
+        parts += [short, f", {citation.title}"]
+    return parts
 
 
 def dataset_section(b: _Builder, dataset: str) -> Section:
@@ -476,11 +498,16 @@ def reference_section(b: _Builder) -> Section | None:
     section = Section("Against the reference posterior", "reference")
     section.blocks.append(
         Paragraph.of(
-            "A reference posterior is a long NumPyro NUTS run on the same model and split, "
-            "trusted only when its predictions at the test inputs pass the convergence gate; "
-            "each cell is compared with its split's reference (",
+            "A reference posterior is a chain ensemble on the same model and split: chains "
+            "started at the members of a deep ensemble, each judged on its own, stuck ones "
+            "dropped (",
+            *_cited(CONCEPTS["chain ensemble"].citations),
+            "). Its floor, the distance between two halves of its chains measured as the "
+            "contestants' distance is, is how finely it can tell a fit from itself: each cell "
+            "is compared with its split's reference, and its distance shown beside the floor "
+            '("k\u00d7 the floor", or within it "indistinguishable from the reference"; ',
             IZMAILOV,
-            ").",
+            "). Fidelity ranks only where every reference of a dataset has a floor.",
         )
     )
     for dataset in results.datasets():

@@ -3,16 +3,21 @@
 Every cell is compared with the reference of its own (dataset, split) (see
 :class:`~ppl_bnn.report.load.ReferenceEntry`), from the stored predictions of both:
 
-- regression: the W2 and KS distances between predictive marginals (Izmailov et al. 2021) on at
-  most :data:`MAX_POINTS` evenly spaced test points, and the ratio of predictive standard
-  deviations, :math:`\\exp \\overline{\\log(s_n / s^{\\text{ref}}_n)}` (geometric mean over test
-  points: above 1 under-confident, below 1 over-confident), also per region of the test set
-  where the dataset has them (``_in`` / ``_out``);
+- regression: the W2 and KS distances between predictive marginals (Izmailov et al. 2021) on the
+  stored fidelity sample of each (:mod:`ppl_bnn.metrics.reference`: at most
+  :data:`~ppl_bnn.metrics.reference.FIDELITY_DRAWS` draws of a fit and
+  :data:`~ppl_bnn.metrics.reference.FIDELITY_REFERENCE_DRAWS` of the reference, at
+  :data:`~ppl_bnn.metrics.reference.FIDELITY_POINTS` evenly spaced test points), and the ratio
+  of predictive standard deviations, :math:`\\exp \\overline{\\log(s_n / s^{\\text{ref}}_n)}`
+  (geometric mean over test points: above 1 under-confident, below 1 over-confident), also per
+  region of the test set where the dataset has them (``_in`` / ``_out``);
 - classification: agreement of the most probable class and the total variation between
   predictive class probabilities (Izmailov et al. 2021), on every test point.
 
-A reference that failed its convergence gate still gives numbers; ``ref_converged`` says so and
-the report labels them.
+A reference without a floor (it failed its gate) still gives numbers; ``ref_passed`` says so and
+the report labels them. Beside each distance, :data:`FLOOR_RATIO` is its ratio to the floor of
+the cell's own reference (``ref_w2 / floor_w2``, ``ref_tv / floor_tv``; NaN without a floor):
+at most 1, the cell cannot be told from the reference.
 
 The distances take a third of a report's time on the default suite, and a sweep renders its
 report many times (:mod:`ppl_bnn.report.live`). Each cell's are kept in the results folder
@@ -33,22 +38,29 @@ import pandas as pd
 
 from ppl_bnn import metrics
 from ppl_bnn.keys import source_key
+from ppl_bnn.metrics.reference import (
+    FIDELITY_DRAWS,
+    FIDELITY_POINTS,
+    FIDELITY_REFERENCE_DRAWS,
+    evenly,
+)
 from ppl_bnn.report.load import PREDICTIONS_FILE, SuiteResults
 from ppl_bnn.report.memo import CACHE_DIR, file_key, keep
-from ppl_bnn.report.stats import spread
 
 logger = logging.getLogger(__name__)
 
-#: Test points (evenly spaced) on which W2 / KS are computed: their cost grows with
-#: draws x points x quantiles, and a few hundred cells must render in about a minute.
-MAX_POINTS = 50
-#: Reference draws used for W2 / KS (evenly thinned; the reference stores up to 1,000).
-MAX_REFERENCE_DRAWS = 400
 #: Fidelity columns added to the cells frame.
 REGRESSION_COLUMNS = ("ref_w2", "ref_ks", "ref_std_ratio", "ref_std_ratio_in", "ref_std_ratio_out")
 CLASSIFICATION_COLUMNS = ("ref_agreement", "ref_tv")
-COLUMNS = (*REGRESSION_COLUMNS, *CLASSIFICATION_COLUMNS)
-_VARIABLES = ("test_y", "test_f", "test_sigma", "test_std", "test_mean_probs")
+#: A cell's distance (W2, or TV) over its reference's floor.
+FLOOR_RATIO = "ref_floor_ratio"
+#: The distance each task's floor is measured in.
+FLOOR_DISTANCES = ("ref_w2", "ref_tv")
+COLUMNS = (*REGRESSION_COLUMNS, *CLASSIFICATION_COLUMNS, FLOOR_RATIO)
+_VARIABLES = (
+    "test_y", "test_f", "test_sigma", "test_std", "test_mean_probs", "fidelity_f",
+    "fidelity_sigma",
+)  # fmt: skip
 #: Where a results folder keeps its cells' distances (relative to the folder).
 MEMO_FILE = CACHE_DIR / "fidelity.json"
 
@@ -75,17 +87,15 @@ def _regression(
     """The regression distances of one cell to its reference (``ref_quantiles``: the
     reference's quantiles, computed at the first cell and kept for the others)."""
     out: dict[str, float] = {}
-    if "test_f" in pred and "test_f" in ref:
-        points = spread(pred["test_f"].shape[-1], MAX_POINTS)
-        draws = spread(ref["test_f"].shape[0], MAX_REFERENCE_DRAWS)
-        f_ref, sigma_ref = ref["test_f"][draws][:, points], ref["test_sigma"][draws]
+    sample, ref_sample = _fidelity_sample(pred, FIDELITY_DRAWS), _fidelity_sample(ref, None)
+    if sample is not None and ref_sample is not None:
+        (f, sigma), (f_ref, sigma_ref) = sample, ref_sample
         with np.errstate(all="ignore"):
             if "q" not in ref_quantiles:
                 ref_quantiles["q"] = metrics.reference_quantiles(f_ref, sigma_ref)
             distances = metrics.reference_metrics_regression(
-                pred["test_f"][:, points], pred["test_sigma"], f_ref, sigma_ref,
-                ref_quantiles["q"],
-            )  # fmt: skip
+                f, sigma, f_ref, sigma_ref, ref_quantiles["q"]
+            )
         out["ref_w2"], out["ref_ks"] = distances["ref_w2"], distances["ref_ks"]
     if "test_std" in pred and "test_std" in ref:
         std, ref_std = pred["test_std"], ref["test_std"]
@@ -95,6 +105,24 @@ def _regression(
                 if mask.any():
                     out[f"ref_std_ratio_{suffix}"] = _geometric_ratio(std[mask], ref_std[mask])
     return out
+
+
+def _fidelity_sample(
+    stored: dict[str, np.ndarray], draws: int | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(f, sigma)`` at the fidelity points, evenly thinned to at most ``draws`` draws (None:
+    :data:`~ppl_bnn.metrics.reference.FIDELITY_REFERENCE_DRAWS`): the stored fidelity sample,
+    or for predictions stored before there was one, their test draws at the same points."""
+    keep = FIDELITY_REFERENCE_DRAWS if draws is None else draws
+    if "fidelity_f" in stored:
+        f, sigma = stored["fidelity_f"], stored["fidelity_sigma"]
+    elif "test_f" in stored:
+        points = evenly(stored["test_f"].shape[-1], FIDELITY_POINTS)
+        f, sigma = stored["test_f"][:, points], stored["test_sigma"]
+    else:
+        return None
+    kept = evenly(f.shape[0], keep)
+    return f[kept], sigma[kept]
 
 
 def _test_inside(results: SuiteResults, cell_id: str) -> np.ndarray | None:
@@ -164,10 +192,11 @@ def _distances(
 
 def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
     """One row per cell with metrics that has a usable reference on its (dataset, split):
-    ``cell_id``, the distances of :data:`COLUMNS` that apply, and ``ref_converged``."""
+    ``cell_id``, the distances of :data:`COLUMNS` that apply, the ratio to the floor and
+    ``ref_passed``."""
     cells = results.cells
     if cells.empty or not results.references:
-        return pd.DataFrame(columns=["cell_id", *COLUMNS, "ref_converged"])
+        return pd.DataFrame(columns=["cell_id", *COLUMNS, "ref_passed"])
     memo = _Memo(results.results_dir)
     rows: list[dict[str, Any]] = []
     with_metrics = cells[cells["status"].isin(("ok", "diverged"))]
@@ -193,9 +222,19 @@ def fidelity_frame(results: SuiteResults) -> pd.DataFrame:
                     continue
                 if None not in key:
                     memo.put(cell_id, key, {k: float(v) for k, v in distances.items()})
-            rows.append({"cell_id": cell_id, "ref_converged": bool(entry.converged), **distances})
+            ratio = _floor_ratio(distances, entry.floor)
+            rows.append({"cell_id": cell_id, "ref_passed": bool(entry.passed), **distances,
+                         FLOOR_RATIO: ratio})  # fmt: skip
     memo.save()
-    return pd.DataFrame(rows, columns=["cell_id", *COLUMNS, "ref_converged"])
+    return pd.DataFrame(rows, columns=["cell_id", *COLUMNS, "ref_passed"])
+
+
+def _floor_ratio(distances: dict[str, float], floor: float | None) -> float:
+    """The distance the floor is measured in over the floor; NaN without a floor."""
+    distance = next((distances[k] for k in FLOOR_DISTANCES if k in distances), float("nan"))
+    if floor is None or not floor > 0:
+        return float("nan")
+    return float(distance) / floor
 
 
 def with_fidelity(results: SuiteResults) -> SuiteResults:

@@ -165,7 +165,7 @@ def fits_1d(results: SuiteResults, dataset: str) -> Figure | None:
         "training points (black)."
     )
     if ref is not None:
-        caption += " Dashed: ±2 total std of the reference posterior (long NumPyro NUTS run)."
+        caption += " Dashed: ±2 total std of the reference posterior (a chain ensemble)."
     return figure_of(dataset, "fits-1d", fig, caption)
 
 

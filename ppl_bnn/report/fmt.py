@@ -66,6 +66,26 @@ def ratio(value: object) -> str:
     return "" if x is None else f"{number(x, 3)}\u00d7"
 
 
+#: What a distance within its reference's floor reads: the reference cannot tell it from itself.
+INDISTINGUISHABLE = "indistinguishable from the reference"
+
+
+def against_floor(ratio: object) -> str:
+    """A distance to the reference over the reference's floor, in words: ``"2.4\u00d7 the
+    floor"`` (two significant digits, three below 1.1), or :data:`INDISTINGUISHABLE` at most 1;
+    "" for missing/NaN.
+
+    >>> against_floor(0.7), against_floor(None)
+    ('indistinguishable from the reference', '')
+    """
+    x = _finite(ratio)
+    if x is None:
+        return ""
+    if x <= 1:
+        return INDISTINGUISHABLE
+    return f"{number(x, 2 if x >= 1.1 else 3)}\u00d7 the floor"
+
+
 def capital(text: str) -> str:
     """``text`` with its first letter upper case (the rest as it is, unlike ``str.capitalize``).
 

@@ -1,4 +1,5 @@
-"""Labels, directions and one-line definitions of every quantity a report shows."""
+"""Labels, directions and one-line definitions of every quantity a report shows, and of the
+reference posterior's terms (:data:`CONCEPTS`) with their sources."""
 
 from __future__ import annotations
 
@@ -158,6 +159,14 @@ QUANTITIES: dict[str, Quantity] = {
         "over test points",
         "lower",
     ),
+    "ref_floor_ratio": Quantity(
+        "\u00d7 the floor",
+        "the distance to the reference (W2 to ref. for regression, TV to ref. for "
+        "classification) over the reference's floor, mean over a contestant's cells, shown "
+        'beside the distance as "k\u00d7 the floor"; at most 1, the contestant is '
+        "indistinguishable from the reference",
+        "lower",
+    ),
     # against a constant predictor
     "train_ll": Quantity(
         "train LL", "mean log predictive density of the training targets (original units)"
@@ -221,3 +230,75 @@ def better(key: str) -> str | float | None:
     """Which way ``key`` improves: ``"higher"``, ``"lower"``, a target value, or None."""
     quantity = QUANTITIES.get(key)
     return quantity.better if quantity else None
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A source: its short name (``Izmailov et al. 2021``), its title and venue, and where it
+    is (None: cited by title alone)."""
+
+    short: str
+    title: str
+    url: str | None = None
+
+
+IZMAILOV_2021 = Citation(
+    "Izmailov et al. 2021",
+    "What are Bayesian neural network posteriors really like? (ICML 2021)",
+    "https://arxiv.org/abs/2104.14421",
+)
+SOMMER_2024 = Citation(
+    "Sommer et al. 2024",
+    "Connecting the Dots: Is Mode-Connectedness the Key to Feasible Sample-Based Inference in "
+    "Bayesian Neural Networks? (ICML 2024; DEI-MCMC)",
+)
+SOMMER_2025 = Citation(
+    "Sommer et al. 2025",
+    "Microcanonical Langevin Ensembles: Advancing the Sampling of Bayesian Neural Networks "
+    "(ICLR 2025; MILE)",
+)
+
+
+@dataclass(frozen=True)
+class Concept:
+    """A term of the report that is not a column: its name, one definition, its sources."""
+
+    label: str
+    definition: str
+    citations: tuple[Citation, ...] = ()
+
+
+#: The reference posterior's terms, defined under "How to read this report" where a suite has
+#: references.
+CONCEPTS: dict[str, Concept] = {
+    "chain ensemble": Concept(
+        "chain ensemble",
+        "the reference posterior: K chains (MCLMC or NUTS, on NumPyro), each started at its own "
+        "member of a deep ensemble and exploring the mode it starts in, sampled in batches "
+        "until its floor reaches a target, its chains a number or its time a budget. Each "
+        "chain is judged on its own in function space (split-R-hat and bulk ESS of its test "
+        "predictions and training log-likelihood), and stuck chains (frozen, not finite, or "
+        "worse than a constant predictor on their training data) are dropped and counted. No "
+        "chain crosses between a BNN's modes, so R-hat across chains is never near 1: it is "
+        "kept as a measure of how multimodal the posterior is, not of convergence. "
+        "Deep-ensemble starts, per-chain diagnostics and dropping stuck chains follow DEI-MCMC; "
+        "ensemble starts followed by MCLMC follow MILE",
+        (SOMMER_2024, SOMMER_2025),
+    ),
+    "floor": Concept(
+        "floor",
+        "the distance between two disjoint halves of the reference's kept chains (alternate "
+        "chains), measured with exactly the contestants' fidelity metric and sample sizes: W2 "
+        "for regression (original units, and the model's standardised units), total "
+        "variation (and agreement) for classification. It is the distance between two "
+        "independent references of half the chains each, so a contestant whose distance to "
+        "the reference is within it cannot be told from the reference: each distance is shown "
+        'as "k\u00d7 the floor", and one within the floor reads "indistinguishable from the '
+        'reference". The same statistic on a random split of the pooled draws (the '
+        "random-split floor) is its Monte Carlo part alone. A floor needs at least 4 kept "
+        "chains; fidelity ranks only where every reference that could be computed has one. "
+        "How far independent runs lie from each other is the yardstick Izmailov et al. judge "
+        "their HMC reference by",
+        (IZMAILOV_2021,),
+    ),
+}

@@ -18,9 +18,9 @@ Only *eligible* groups are ranked: every cell finished ``ok``, none is flagged a
 full-budget ones).
 
 Fidelity (the distances to a reference posterior) is ranked only on a dataset whose every
-reference that could be computed converged (:func:`~ppl_bnn.report.load.references_converged`):
-a reference that failed its gate gives no best, no tie and no standing, anywhere in the report;
-its distances are shown apart, marked "not ranked: reference not converged".
+reference that could be computed has a floor (:func:`~ppl_bnn.report.load.references_pass`):
+a reference without one gives no best, no tie and no standing, anywhere in the report; its
+distances are shown apart, marked "not ranked: reference has no floor".
 """
 
 from __future__ import annotations

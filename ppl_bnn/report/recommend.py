@@ -5,11 +5,11 @@ The rule, for the (method, backend) groups that ran on one dataset:
 
 1. **Basis.** Fidelity to the reference posterior (``ref_w2`` for regression, ``ref_tv`` for
    classification, lower is better) when every reference of the dataset that could be computed
-   converged (:func:`~ppl_bnn.report.load.references_converged`: a split whose reference is
+   has a floor (:func:`~ppl_bnn.report.load.references_pass`: a split whose reference is
    infeasible contributes no fidelity); otherwise the held-out test log-likelihood (higher is
-   better). A reference that failed its gate never decides anything.
+   better). A reference without a floor never decides anything.
 2. **Avoid** a group with any cell that is unusable (worse than a constant predictor), that
-   diverged, or, against a converged reference, whose predictive std where no training input
+   diverged, or, against a reference with a floor, whose predictive std where no training input
    lies is below :data:`OVERCONFIDENT` of the reference's on average (over-confident out of
    range).
 3. **Not judged**: every other group that is not eligible for ranking
@@ -19,6 +19,10 @@ The rule, for the (method, backend) groups that ran on one dataset:
    t-test of :func:`~ppl_bnn.report.ranking.rank` cannot tell them from it) are **as good**;
    the *cheapest that is as good* is the tie group's cheapest (cost: fit and tuning seconds
    without compilation). The rest are **worse**.
+
+On fidelity, each ranked group's mean ratio of its distance to its reference's floor
+(:data:`~ppl_bnn.report.fidelity.FLOOR_RATIO`) is kept beside its number: the sentence says
+"k\u00d7 the floor", or, at most 1, that it is indistinguishable from the reference.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import pandas as pd
 
 from ppl_bnn.bench.record import FAILED
 from ppl_bnn.report import fmt
+from ppl_bnn.report.fidelity import FLOOR_DISTANCES, FLOOR_RATIO
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import (
     REFERENCE_RETRY,
@@ -41,7 +46,7 @@ from ppl_bnn.report.load import (
     backend_key,
     method_key,
     reference_failure,
-    references_converged,
+    references_pass,
 )
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, rank, reduced
 
@@ -50,6 +55,8 @@ from ppl_bnn.report.ranking import Group, eligible_groups, flagged, rank, reduce
 OVERCONFIDENT = 0.5
 #: The cost column :func:`with_cost` adds: fit and tuning seconds without compilation.
 COST = "_run_s"
+#: Why a dataset is ranked on fidelity (the end of its sentence: "Ranked on ...").
+FIDELITY_WHY = "fidelity to the reference posterior, against its floor"
 
 
 class Grade(StrEnum):
@@ -75,9 +82,10 @@ class Basis:
 
 @dataclass(frozen=True)
 class Standing:
-    """One group on one dataset: its grade, its mean ± se on the basis, its cost, and (avoid,
-    not judged) the reason in a few words, with how many cells it holds for (``detail``) or
-    how many times over-confident the group is (``factor``)."""
+    """One group on one dataset: its grade, its mean ± se on the basis, its cost, on fidelity
+    its mean ratio to the reference's floor (``floor_ratio``), and (avoid, not judged) the
+    reason in a few words, with how many cells it holds for (``detail``) or how many times
+    over-confident the group is (``factor``)."""
 
     group: Group
     grade: Grade
@@ -87,6 +95,7 @@ class Standing:
     reason: str = ""
     detail: str = ""
     factor: float = math.nan
+    floor_ratio: float = math.nan
 
     @property
     def name(self) -> str:
@@ -100,11 +109,29 @@ class Standing:
             return f"{_times(self.factor)} {self.reason}"
         return f"{self.reason} in {self.detail}" if self.detail else self.reason
 
+    @property
+    def against_floor(self) -> str:
+        """Its distance against the floor: ``"2.4\u00d7 the floor"``, ``"indistinguishable from
+        the reference"``, or "" (no floor, or not ranked on fidelity)."""
+        return fmt.against_floor(self.floor_ratio)
+
+    @property
+    def indistinguishable(self) -> bool:
+        """Whether its mean distance is within the reference's floor."""
+        return bool(np.isfinite(self.floor_ratio) and self.floor_ratio <= 1)
+
+    def value_text(self) -> str:
+        """Its mean ± se on the basis, with the floor where it has one: ``"0.035 ± 0.004,
+        2.4\u00d7 the floor"``."""
+        floor = self.against_floor
+        return fmt.mean_se(self.value, self.se) + (f", {floor}" if floor else "")
+
     def number(self, basis: Basis | None) -> str:
-        """The number behind the grade, e.g. ``"W2 to ref. 0.035 ± 0.004; 1.7 s"``."""
+        """The number behind the grade, e.g. ``"W2 to ref. 0.035 ± 0.004, 2.4\u00d7 the floor;
+        1.7 s"``."""
         parts = []
         if basis is not None and np.isfinite(self.value):
-            parts.append(f"{basis.name} {fmt.mean_se(self.value, self.se)}")
+            parts.append(f"{basis.name} {self.value_text()}")
         if np.isfinite(self.cost):
             parts.append(f"{fmt.number(self.cost)} s")
         if self.reason:
@@ -145,17 +172,19 @@ class Recommendation:
         if top is None or self.basis is None:
             parts.append("nothing to trust: no contestant could be ranked")
         else:
-            parts.append(f"trust {top.name} ({self.basis.name} {fmt.mean_se(top.value, top.se)})")
+            parts.append(f"trust {top.name} ({self.basis.name} {top.value_text()})")
             cheap = self.cheapest_as_good
-            others = len(self.graded(Grade.AS_GOOD)) - (cheap is not None)
+            rest = [s for s in self.graded(Grade.AS_GOOD) if s != cheap]
+            # The ties not named one by one: those within the floor are named even so.
+            alike = [s.name for s in rest if s.indistinguishable]
+            also = f" ({', '.join(alike)} {fmt.INDISTINGUISHABLE})" if alike else ""
             if cheap is not None:
                 parts.append(
                     f"{cheap.name} ties with it at {_cost_share(cheap.cost / top.cost)} the cost "
-                    f"({fmt.mean_se(cheap.value, cheap.se)}"
-                    + (f"; {others} more tie)" if others else ")")
+                    f"({cheap.value_text()}" + (f"; {len(rest)} more tie{also})" if rest else ")")
                 )
-            elif others:
-                parts.append(f"{others} more tie, none cheaper")
+            elif rest:
+                parts.append(f"{len(rest)} more tie, none cheaper{also}")
         avoid = self.graded(Grade.AVOID)
         if avoid:
             parts.append("avoid " + _grouped(avoid))
@@ -182,6 +211,7 @@ class Recommendation:
                     "value": _json_number(s.value),
                     "se": _json_number(s.se),
                     "cost_s": _json_number(s.cost),
+                    "floor_ratio": _json_number(s.floor_ratio),
                     "reason": s.why,
                 }
                 for s in self.standings
@@ -222,19 +252,19 @@ def _grouped(standings: Sequence[Standing]) -> str:
 
 
 def basis_of(cells: pd.DataFrame, references: Sequence[ReferenceEntry]) -> Basis | None:
-    """Fidelity where the dataset's references converged
-    (:func:`~ppl_bnn.report.load.references_converged`) and cells have it, else the test
+    """Fidelity where the dataset's references have a floor
+    (:func:`~ppl_bnn.report.load.references_pass`) and cells have it, else the test
     log-likelihood; None where neither has a value."""
     regression = "rmse" in cells and cells["rmse"].notna().any()
     fidelity = "ref_w2" if regression else "ref_tv"
-    if references_converged(references) and fidelity in cells and cells[fidelity].notna().any():
-        return Basis(fidelity, label(fidelity), True, "fidelity to a converged reference")
+    if references_pass(references) and fidelity in cells and cells[fidelity].notna().any():
+        return Basis(fidelity, label(fidelity), True, FIDELITY_WHY)
     if "test_ll" not in cells or not cells["test_ll"].notna().any():
         return None
     if not references:
         why = "held-out test log-likelihood (no reference posterior)"
     elif any(e.usable for e in references):
-        why = "held-out test log-likelihood (the reference did not converge)"
+        why = "held-out test log-likelihood (the reference has no floor)"
     elif failure := reference_failure(references):
         why = f"held-out test log-likelihood: {failure}; {REFERENCE_RETRY}"
     else:
@@ -242,7 +272,7 @@ def basis_of(cells: pd.DataFrame, references: Sequence[ReferenceEntry]) -> Basis
     return Basis("test_ll", "test LL", False, why)
 
 
-def _avoid(key: Group, group: pd.DataFrame, converged: bool) -> Standing | None:
+def _avoid(key: Group, group: pd.DataFrame, passed: bool) -> Standing | None:
     """The group's standing as one to avoid, or None."""
     cells = f"{{}} of {len(group)} cells"
     bad = flagged(group)
@@ -253,7 +283,7 @@ def _avoid(key: Group, group: pd.DataFrame, converged: bool) -> Standing | None:
     if diverged.any():
         detail = cells.format(int(diverged.sum()))
         return Standing(key, Grade.AVOID, reason="diverged", detail=detail)
-    if converged and "ref_std_ratio_out" in group:
+    if passed and "ref_std_ratio_out" in group:
         ratio = float(group["ref_std_ratio_out"].astype(float).mean())
         if ratio < OVERCONFIDENT:
             reason = "over-confident out of range"
@@ -284,13 +314,13 @@ def recommend(
     """The verdict on ``dataset`` from its ``cells`` (with their cost, :func:`with_cost`) and
     its references."""
     basis = basis_of(cells, references)
-    converged = references_converged(references)
+    passed = references_pass(references)
     eligible = eligible_groups(cells)
     groups = {(str(m), str(b)): g for (m, b), g in cells.groupby(["method", "backend"], sort=False)}
     standings: dict[Group, Standing] = {}
     rankable: set[Group] = set()
     for key, group in groups.items():
-        avoid = _avoid(key, group, converged)
+        avoid = _avoid(key, group, passed)
         if avoid is not None:
             standings[key] = avoid
         elif key not in eligible or basis is None or not group[basis.column].notna().any():
@@ -303,7 +333,10 @@ def recommend(
             grade = Grade.TRUST if key == top else Grade.AS_GOOD if key in tie else Grade.WORSE
             values = groups[key][basis.column].astype(float)
             cost = mean_se(groups[key][COST])[0]
-            standings[key] = Standing(key, grade, *mean_se(values), cost)
+            ratio = math.nan
+            if basis.column in FLOOR_DISTANCES and FLOOR_RATIO in groups[key]:
+                ratio = mean_se(groups[key][FLOOR_RATIO])[0]
+            standings[key] = Standing(key, grade, *mean_se(values), cost, floor_ratio=ratio)
 
     def order(s: Standing) -> tuple:
         value = s.value if basis is not None and basis.lower else -s.value

@@ -3,18 +3,20 @@
 Everything here is generated from the stored results. Per dataset it gives the reference
 posterior's verdict, the recommendation (:mod:`.recommend`), one evidence table (each
 contestant's standing, fidelity, test log-likelihood, calibration, out-of-range std, cost and
-flags: unusable fits, over-confidence, divergences, chains that did not converge, failures,
+flags: unusable fits, over-confidence, divergences, sampler chains that disagree, failures,
 reduced budgets) and the Pareto figure of quality against cost. Only eligible (method, backend)
 pairs are drawn filled and joined on the front (every cell ok, unflagged, full budget; see
 :mod:`.ranking`).
 
 Fidelity to the reference posterior is a column of the evidence table and an axis of the front
-only where every reference of the dataset that could be computed converged
-(:func:`~ppl_bnn.report.load.references_converged`, the rule the recommendation follows). Where
-one failed its gate, the dataset's subsection says "not ranked: reference not converged", with
-the gate numbers that failed and what to try; its distances are shown only apart, unranked
-(:func:`~ppl_bnn.report.tables.fidelity_table`). Without a converged reference, the front and the
-standings use the test log-likelihood and cost alone.
+only where every reference of the dataset that could be computed has a floor
+(:func:`~ppl_bnn.report.load.references_pass`, the rule the recommendation follows). Each
+contestant's distance is shown beside the floor ("2.4\u00d7 the floor"), and a distance within it
+reads "indistinguishable from the reference". Where a reference has no floor, the dataset's
+subsection says "not ranked: reference has no floor", with why (the chains kept) and what to
+try; its distances are shown only apart, unranked (:func:`~ppl_bnn.report.tables.fidelity_table`).
+Without a reference with a floor, the front and the standings use the test log-likelihood and
+cost alone.
 
 Cost is the fit's wall time without compilation (``total - compile``): compiling once is JAX's
 and torch's price, paid again only in a new process with no compilation cache; it is drawn apart.
@@ -33,6 +35,7 @@ from matplotlib.ticker import LogLocator
 
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Figure, Inline, Link, Paragraph, Section, Strong, Table, slug
+from ppl_bnn.report.fidelity import FLOOR_DISTANCES, FLOOR_RATIO
 from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import (
@@ -43,7 +46,7 @@ from ppl_bnn.report.load import (
     backend_key,
     method_key,
     reference_failure,
-    references_converged,
+    references_pass,
 )
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, reduced
 from ppl_bnn.report.recommend import (
@@ -58,12 +61,18 @@ from ppl_bnn.report.recommend import (
 from ppl_bnn.report.stats import WITH_METRICS
 from ppl_bnn.report.style import backend_marker, method_color
 from ppl_bnn.report.sweeps import summary_note
-from ppl_bnn.report.tables import BUDGET_MARK, NOT_RANKED
+from ppl_bnn.report.tables import (
+    BUDGET_MARK,
+    NOT_RANKED,
+    ensemble_description,
+    floor_remedy,
+    no_floor_detail,
+)
 
-#: A sampler's chains count as converged when the largest R-hat of its test predictions is at
-#: most this (the reference posterior's gate; Vehtari et al. 2021).
+#: A contestant sampler's chains agree when the largest R-hat of its test predictions is at most
+#: this (Vehtari et al. 2021); above it, its flags say so.
 RHAT_OK = 1.01
-#: What a dataset without a converged reference is ranked and drawn on.
+#: What a dataset without a reference with a floor is ranked and drawn on.
 TEST_ONLY = "the front and the ranking use test log-likelihood and cost alone"
 
 
@@ -124,7 +133,7 @@ def pareto_front(pts: Sequence[Point], lower: bool) -> list[Point]:
 def _axes(
     cells: pd.DataFrame, regression: bool, fidelity: bool, regions: dict[str, str]
 ) -> list[Axis]:
-    """Fidelity (where ``fidelity``, the dataset's references converged, and cells have it) and
+    """Fidelity (where ``fidelity``, the dataset's references have a floor, and cells have it) and
     test LL, the latter on each part of a test set that has parts."""
     axes = []
     if fidelity:
@@ -141,8 +150,9 @@ def _axes(
 
 
 def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
-    """Each split's reference and its gate; where one failed, that fidelity is not ranked, on
-    what the dataset is ranked instead and what to try."""
+    """The dataset's reference posterior: its chain ensemble and its floor; where a reference
+    has none, that fidelity is not ranked, why, on what the dataset is ranked instead and what
+    to try; a reference that failed or timed out, with its cause and remedy."""
     if not entries:
         return [
             f"No reference posterior: the suite computes none, so fidelity is not shown; "
@@ -156,65 +166,29 @@ def _reference_sentence(entries: Sequence[ReferenceEntry]) -> list[Inline]:
     if not usable:
         notes = "; ".join(sorted({e.note or e.status for e in entries}))
         return [f"No reference posterior ({notes}), so fidelity is not shown; {TEST_ONLY}."]
-    parts: list[Inline] = []
-    for e in usable:
-        s = e.settings
-        what = (
-            f"split {e.split}: NumPyro NUTS, {s.get('num_chains')} chains \u00d7 "
-            f"({s.get('num_warmup')} + {s.get('num_samples')}) draws, "
-        )
-        diag = e.diagnostics
-        numbers = (
-            f"R\u0302 max {fmt.number(diag.get('rhat_max'), 4)}, bulk ESS min "
-            f"{fmt.number(diag.get('ess_bulk_min'))}"
-        )
-        if e.converged:
-            parts += [what, Strong("converged"), f" ({numbers}). "]
-        else:
-            parts += [
-                what,
-                Strong("not converged"),
-                f" ({numbers}; gate R\u0302 \u2264 {e.gate.get('rhat_max')}, ESS \u2265 "
-                f"{e.gate.get('ess_bulk_min')}). ",
-            ]
-    if failure is not None:
-        parts.append(f"{fmt.capital(failure)}. {retry} ")
-    if references_converged(entries):
-        return ["Reference posterior: ", *parts]
-    bad = [e for e in usable if not e.converged]
+    failed: list[Inline] = [f" {fmt.capital(failure)}. {retry}"] if failure is not None else []
+    if references_pass(entries):
+        return [Strong("Reference posterior:"), f" {ensemble_description(usable)}", *failed]
+    bad = [e for e in usable if not e.passed]
     return [
-        "Reference posterior: ",
-        *parts,
-        Strong(f"Fidelity {NOT_RANKED}."),
-        f" {TEST_ONLY.capitalize()}; the distances to the reference are listed apart under ",
+        Strong(f"{NOT_RANKED.capitalize()}"),
+        f" ({no_floor_detail(bad, usable)}); ranked on held-out test log-likelihood instead, "
+        "and the front is drawn on it and cost; the distances to the reference are listed "
+        "apart under ",
         Link("Against the reference posterior", f"#{slug('reference', bad[0].dataset)}"),
-        f". For a converged reference, try {_remedies(bad)}.",
+        f". Try {floor_remedy(bad)}.",
+        *failed,
     ]
-
-
-def _remedies(bad: Sequence[ReferenceEntry]) -> str:
-    """What to try for references that failed their gate, with the settings they ran (where
-    they all ran the same)."""
-
-    def now(key: str) -> str:
-        values = {e.settings.get(key) for e in bad}
-        return f", now {values.pop()}" if len(values) == 1 and None not in values else ""
-
-    return (
-        f"more warmup (num_warmup{now('num_warmup')}) or a longer tree "
-        f"(max_tree_depth{now('max_tree_depth')}) in the suite's [reference], or a smaller "
-        "network"
-    )
 
 
 def _flags(group: pd.DataFrame, standing: Standing) -> str:
     """What a reader should know of a contestant beyond its numbers: why it is avoided or not
-    judged, chains that did not converge, cells that failed."""
+    judged, sampler chains that disagree, cells that failed."""
     flags = [standing.why] if standing.reason else []
     if "rhat_max" in group:
         rhat = group["rhat_max"].astype(float).max()
         if rhat > RHAT_OK:
-            flags.append(f"chains not converged (R\u0302 up to {fmt.number(rhat, 3)})")
+            flags.append(f"chains disagree (R\u0302 up to {fmt.number(rhat, 3)})")
     for status, words in STATUS_WORDS.items():
         hits = int((group["status"] == status).sum())
         if hits and words != standing.reason:
@@ -248,7 +222,8 @@ def _of(cells: pd.DataFrame, group: Group) -> pd.DataFrame:
 
 def evidence_table(cells: pd.DataFrame, rec: Recommendation, fidelity: bool) -> Table | None:
     """Every contestant of one dataset: its standing, fidelity (where ``fidelity``, the
-    dataset's references converged), test LL, calibration, out-of-range std (against the
+    dataset's references have a floor; with its mean ratio to the floor, "k\u00d7 the floor" or
+    "indistinguishable from the reference"), test LL, calibration, out-of-range std (against the
     reference's where ``fidelity``) and cost (mean ± se over its cells with metrics), and
     flags."""
     if not rec.standings:
@@ -263,7 +238,7 @@ def evidence_table(cells: pd.DataFrame, rec: Recommendation, fidelity: bool) -> 
     rows = []
     for standing in sorted(rec.standings, key=_basis_order(used, rec)):
         mine = _of(used, standing.group)
-        numbers = [fmt.mean_se(*mean_se(mine[c])) for c in columns]
+        numbers = [_with_floor(mine, c) for c in columns]
         grade = str(standing.grade)
         rows.append(
             (
@@ -291,6 +266,16 @@ def evidence_table(cells: pd.DataFrame, rec: Recommendation, fidelity: bool) -> 
         (),
         (False, False, False, *(True,) * (len(columns) + 1), False),
     )
+
+
+def _with_floor(cells: pd.DataFrame, column: str) -> str:
+    """``column``'s mean ± se over ``cells``; for the distance a floor is measured in, with the
+    mean ratio to the floor: ``"0.041 ± 0.003 (2.4\u00d7 the floor)"``."""
+    text = fmt.mean_se(*mean_se(cells[column]))
+    if column in FLOOR_DISTANCES and FLOOR_RATIO in cells and text:
+        floor = fmt.against_floor(mean_se(cells[FLOOR_RATIO])[0])
+        text += f" ({floor})" if floor else ""
+    return text
 
 
 def front_figure(dataset: str, panels: list[tuple[Axis, list[Point], list[Point]]]) -> Figure:
@@ -370,7 +355,7 @@ def dataset_summary(results: SuiteResults, dataset: str, rec: Recommendation) ->
     cells = with_cost(results.cells[results.cells["dataset"] == dataset])
     regression = "rmse" in cells and cells["rmse"].notna().any()
     entries = results.references_of(dataset)
-    fidelity = references_converged(entries)
+    fidelity = references_pass(entries)
     axes = _axes(cells, regression, fidelity, results.regions(dataset))
     section = Section(dataset, slug("summary", dataset))
     section.blocks.append(Paragraph(tuple(_reference_sentence(entries))))
@@ -415,12 +400,15 @@ def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> S
         Paragraph.of(
             "Which approximation to trust for its cost, per dataset, generated from the stored "
             "results. The rule: rank on fidelity to the reference posterior where every "
-            "reference of the dataset that could be computed converged, otherwise on held-out "
-            "test log-likelihood; fidelity to a reference that failed its gate ranks nothing "
-            "and is not drawn on the front. "
-            "Avoid a contestant with a cell worse than a constant predictor or that diverged, "
-            f"or whose predictive std out of range is below {OVERCONFIDENT:g} of a converged "
-            "reference's. Not judged: a failed or timed-out cell, or a reduced budget. Among "
+            "reference of the dataset that could be computed has a floor (the distance between "
+            "two halves of its chains, measured as the contestants' distance is), otherwise on "
+            "held-out test log-likelihood. Each distance is shown beside the floor "
+            f'("k\u00d7 the floor"); a distance within the floor is "{fmt.INDISTINGUISHABLE}". '
+            "Fidelity to a reference without a floor ranks nothing and is not drawn on the "
+            "front. Avoid a contestant with a cell worse than a constant predictor or that "
+            f"diverged, or whose predictive std out of range is below {OVERCONFIDENT:g} of the "
+            "reference's (one with a floor). Not judged: a failed or timed-out cell, or a "
+            "reduced budget. Among "
             "the rest, trust the best mean; the contestants a paired t-test over splits and "
             "seeds at the 5% level cannot tell from it are as good, and the cheapest of them is "
             "named; the others are worse."

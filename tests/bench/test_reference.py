@@ -1,5 +1,5 @@
-"""Reference posteriors without running one: cache key, data fingerprint, cache root, the
-convergence gate, reference.json, and which cached entries are reused."""
+"""Reference posteriors without running one: cache key, data fingerprint, cache root, the gate
+(a floor), reference.json, and which cached entries are reused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ppl_bnn.bench.record import MAX_ATTEMPTS
+from ppl_bnn.bench.record import MAX_ATTEMPTS, write_record
 from ppl_bnn.bench.runner import plan_references
 from ppl_bnn.data import load_dataset
 from ppl_bnn.reference import (
@@ -17,7 +17,7 @@ from ppl_bnn.reference import (
     cache_root,
     data_fingerprint,
     describe_reference,
-    is_converged,
+    passes_gate,
     read_reference,
     reference_document,
     reference_key,
@@ -26,8 +26,11 @@ from ppl_bnn.reference import (
 from ppl_bnn.versions import library_versions
 from tests.bench.conftest import tiny_suite, write_netcdf
 
-TINY_REFERENCE = {"num_chains": 2, "num_warmup": 30, "num_samples": 30, "max_tree_depth": 3}
-PASSING = {"rhat_max": GATE["rhat_max"], "ess_bulk_min": GATE["ess_bulk_min"]}
+TINY_REFERENCE = {
+    "engine": "nuts", "num_chains": 4, "chains_per_batch": 4, "num_warmup": 30,
+    "num_samples": 30, "max_tree_depth": 3,
+}  # fmt: skip
+PASSING = {"chains_run": 6.0, "chains_kept": float(GATE["min_chains"]), "floor_w2": 0.02}
 
 
 def _job(**reference: object):
@@ -63,7 +66,8 @@ def test_key_changes_with_data_model_settings_and_versions() -> None:
     model = tiny_suite(model={"hidden": [5]}, reference=TINY_REFERENCE).references()[0]
     assert _key(model) != base
     for setting in ({"num_samples": 31}, {"max_tree_depth": 4}, {"seed": 1},
-                    {"target_accept": 0.9}):  # fmt: skip
+                    {"target_accept": 0.9}, {"target_floor": 0.02}, {"max_seconds": 60},
+                    {"num_chains": 8}):  # fmt: skip
         assert _key(_job(**setting)) != base, setting
     limited = tiny_suite(datasets=[{"name": "sine", "max_train": 20}], reference=TINY_REFERENCE)
     assert _key(limited.references()[0]) != base
@@ -99,11 +103,10 @@ def test_cache_root_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     ("status", "diagnostics", "expected"),
     [
         ("ok", PASSING, True),
-        ("ok", {**PASSING, "rhat_max": 1.011}, False),
-        ("ok", {**PASSING, "ess_bulk_min": 399.9}, False),
-        ("ok", {**PASSING, "rhat_max": math.nan}, False),
-        ("ok", {**PASSING, "rhat_max": math.inf}, False),
-        ("ok", {"rhat_max": 1.0}, False),
+        ("ok", {**PASSING, "floor_w2": None, "floor_tv": 0.01}, True),
+        ("ok", {**PASSING, "chains_kept": 3.0}, False),
+        ("ok", {**PASSING, "floor_w2": math.nan}, False),
+        ("ok", {**PASSING, "floor_w2": None}, False),
         ("ok", {}, False),
         ("diverged", PASSING, False),
         ("failed", PASSING, None),
@@ -112,14 +115,14 @@ def test_cache_root_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     ],
 )
 def test_gate(status: str, diagnostics: dict, expected: bool | None) -> None:
-    assert is_converged(status, diagnostics) is expected
+    assert passes_gate(status, diagnostics) is expected
 
 
 def _record(status: str = "ok", **metrics: float) -> dict:
     return {
         "status": status,
         "config": {"dataset": "sine", "split": 0, "model": {"hidden": [4]}},
-        "metrics": {"rhat_median": 1.0, "divergences": 2.0, **metrics},
+        "metrics": {"rhat_across": 1.3, "divergences": 2.0, **metrics},
         "error": None,
         "timings": {"sampling": 3.0, "cell_wall": 12.5},
         "versions": {"numpyro": "0.22.0"},
@@ -131,18 +134,19 @@ def test_reference_document_from_a_record(tmp_path: Path) -> None:
     settings = {"num_chains": 4, "seed": 0}
     common = {"settings": settings, "model": {"hidden": [4]}, "computed_at": "now", "key": "k"}
     good = reference_document("sine", 0, record=_record(**PASSING), **common)
-    assert good["converged"] is True and good["note"] is None
+    assert good["passed"] is True and good["note"] is None
     assert good["diagnostics"]["divergences"] == 2.0 and good["wall_s"] == 12.5
+    assert good["diagnostics"]["rhat_across"] == 1.3  # kept, as how multimodal it is
     assert good["computed_at"] == "2026-01-01T00:00:00+00:00" and good["settings"] == settings
-    assert good["gate"] == {"rhat_max": 1.01, "ess_bulk_min": 400}
-    assert describe_reference(good) == "ok; R-hat max 1.010, bulk ESS min 400; converged"
+    assert good["gate"] == {"min_chains": 4}
+    assert describe_reference(good) == "ok; 4 of 6 chains kept, floor w2 0.02; passed"
 
     bad = reference_document(
-        "sine", 0, record=_record(rhat_max=math.nan, ess_bulk_min=50), **common
+        "sine", 0, record=_record(chains_run=6.0, chains_kept=3.0, floor_w2=math.nan), **common
     )
-    assert bad["converged"] is False and bad["diagnostics"]["rhat_max"] is None
-    assert bad["note"] == "not converged: R-hat max missing > 1.01; bulk ESS min 50 < 400"
-    assert describe_reference(bad).endswith("not converged")
+    assert bad["passed"] is False and bad["diagnostics"]["floor_w2"] is None
+    assert bad["note"] == "no floor: 3 of 6 chains kept, fewer than the 4 a floor needs"
+    assert describe_reference(bad).endswith("no floor; did not pass")
 
     crashed = {
         **_record("timeout"),
@@ -150,7 +154,7 @@ def test_reference_document_from_a_record(tmp_path: Path) -> None:
         "error": {"type": "Timeout", "message": "killed"},
     }
     timeout = reference_document("sine", 0, record=crashed, **common)
-    assert timeout["converged"] is None and timeout["note"] == "Timeout: killed"
+    assert timeout["passed"] is None and timeout["note"] == "Timeout: killed"
 
     write_reference(tmp_path, bad)
     assert read_reference(tmp_path) == bad
@@ -168,8 +172,10 @@ def test_cached_failures_are_retried_until_they_have_had_their_runs(tmp_path: Pa
     assert [p.key for p in todo] == [key] and not done
     for status, kept in (("ok", True), ("diverged", True), ("failed", False), ("timeout", False)):
         common = {"settings": {}, "model": {}, "computed_at": "then", "key": key}
-        document = reference_document("sine", 0, status=status, **common)
+        record = {**_record(status, **PASSING), "cell_id": "ref"}
+        document = reference_document("sine", 0, record=record, **common)
         assert document["attempt"] == 1
+        write_record(tmp_path / key, record)
         write_reference(tmp_path / key, document)
         write_netcdf(tmp_path / key / "predictions.nc")
         todo, done = plan_references([job], tmp_path, retry=False)
@@ -193,10 +199,10 @@ def test_unloadable_data_and_no_reference(tmp_path: Path, empty_data_dir: Path) 
     missing, infeasible = (o.document for o in done)
     assert [o.source for o in done] == ["unavailable", "skipped"]
     assert missing["status"] == "failed" and missing["key"] is None
-    assert "DatasetNotFoundError" in missing["note"] and missing["converged"] is None
+    assert "DatasetNotFoundError" in missing["note"] and missing["passed"] is None
     assert infeasible["status"] == "infeasible" and infeasible["note"] == "too slow"
-    assert infeasible["converged"] is None and infeasible["key"] is None
-    assert infeasible["settings"]["num_chains"] == 2 and infeasible["model"] == {"hidden": [4]}
+    assert infeasible["passed"] is None and infeasible["key"] is None
+    assert infeasible["settings"]["num_chains"] == 4 and infeasible["model"] == {"hidden": [4]}
 
 
 def test_a_damaged_cached_reference_is_computed_again(
@@ -204,9 +210,13 @@ def test_a_damaged_cached_reference_is_computed_again(
 ) -> None:
     job = _job()
     key = _key(job)
+    entry = tmp_path / key
+    record = {**_record(**PASSING), "config": job.cell.config()}
     common = {"settings": {}, "model": {}, "computed_at": "then", "key": key}
-    write_reference(tmp_path / key, reference_document("sine", 0, status="ok", **common))
-    predictions = write_netcdf(tmp_path / key / "predictions.nc")
+    document = reference_document("sine", 0, record=record, **common)
+    write_reference(entry, document)
+    write_record(entry, {**record, "cell_id": "ref"})
+    predictions = write_netcdf(entry / "predictions.nc")
     todo, done = plan_references([job], tmp_path)
     assert not todo and [o.source for o in done] == ["cached"]
     write_netcdf(predictions, truncate=True)
@@ -216,3 +226,43 @@ def test_a_damaged_cached_reference_is_computed_again(
     predictions.unlink()
     todo, _ = plan_references([job], tmp_path)
     assert [p.key for p in todo] == [key]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ("key", "names the key 'elsewhere'"),
+        ("no record", "record.json is missing or unreadable"),
+        ("passed", "gate verdict does not follow from its diagnostics"),
+        ("floor", "diagnostics differ from those its record.json records"),
+        ("status", "does not record the status 'ok'"),
+    ],
+)
+def test_a_partial_or_altered_cached_reference_is_never_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, change: str, problem: str
+) -> None:
+    job = _job()
+    key = _key(job)
+    entry = tmp_path / key
+    record = {**_record(**PASSING), "config": job.cell.config(), "cell_id": "ref"}
+    common = {"settings": {}, "model": {}, "computed_at": "then", "key": key}
+    document = reference_document("sine", 0, record=record, **common)
+    write_record(entry, record)
+    write_netcdf(entry / "predictions.nc")
+    if change == "key":
+        document = {**document, "key": "elsewhere"}
+    elif change == "no record":
+        (entry / "record.json").unlink()
+    elif change == "passed":  # a reference that did not pass, made to look as if it had
+        record["metrics"]["chains_kept"] = 2.0
+        write_record(entry, record)
+        failing = reference_document("sine", 0, record=record, **common)
+        document = {**failing, "passed": True}
+    elif change == "floor":
+        document = {**document, "diagnostics": {**document["diagnostics"], "floor_w2": 1e-9}}
+    else:
+        write_record(entry, {**record, "status": "diverged"})
+    write_reference(entry, document)
+    todo, done = plan_references([job], tmp_path)
+    assert [p.key for p in todo] == [key] and not done
+    assert problem in caplog.text and "computing it again" in caplog.text

@@ -16,12 +16,15 @@ from ppl_bnn.bench.cell import base_record, cell_from_dict
 from ppl_bnn.bench.process import install
 from ppl_bnn.bench.record import read_record, read_records, write_record
 from ppl_bnn.bench.runner import run_suite
-from ppl_bnn.reference import GATE, read_reference
+from ppl_bnn.reference import GATE, ReferenceSettings, read_reference
 from tests.bench.conftest import FAST_SVI, tiny_suite
 
-# 2 chains x 120 kept draws: more than the 200 draws a cell keeps, so the reference's own
-# stored_draws shows in its predictions.
-TINY_REFERENCE = {"num_chains": 2, "num_warmup": 30, "num_samples": 120, "max_tree_depth": 3}
+# 4 chains x 60 kept draws in one batch: more than the 200 draws a cell keeps, so the
+# reference's own stored_draws shows in its predictions; a floor needs 4 chains.
+TINY_REFERENCE = {
+    "engine": "nuts", "num_chains": 4, "chains_per_batch": 4, "num_warmup": 30,
+    "num_samples": 60, "max_tree_depth": 3,
+}  # fmt: skip
 # A method of the suite that no dataset runs: the filter leaves out every cell, not the
 # references.
 NO_CELLS = {"method": {"map"}}
@@ -56,22 +59,28 @@ def test_reference_is_computed_once_then_reused_and_published(
     document, record = read_reference(entry), read_record(entry)
     assert document is not None and record is not None
     assert document["key"] == entry.name and document["status"] == record["status"] == "ok"
-    assert document["settings"] == {**TINY_REFERENCE, "target_accept": 0.8, "seed": 0,
-                                    "timeout_s": 1800.0, "stored_draws": 1000}  # fmt: skip
-    assert document["diagnostics"]["rhat_max"] == record["metrics"]["rhat_max"]
-    # Two short chains of a depth-3 tree: far from the gate, and said so.
-    assert document["diagnostics"]["ess_bulk_min"] < GATE["ess_bulk_min"]
-    assert document["converged"] is False and document["note"].startswith("not converged")
+    defaults = ReferenceSettings(**TINY_REFERENCE).as_dict()
+    assert document["settings"] == {**defaults, "timeout_s": 1800.0, "stored_draws": 1000}
+    assert record["config"]["reference"]["target_floor"] == defaults["target_floor"]
+    # One batch of 4 short chains: a floor, far from the target, and the chains said so.
+    found = document["diagnostics"]
+    assert found["chains_run"] == 4 and found["chains_kept"] >= GATE["min_chains"]
+    assert found["floor_w2"] == record["metrics"]["floor_w2"] > 0
+    assert found["floor_w2_random"] > 0 and found["rhat_across"] > 0
+    assert document["passed"] is True and document["note"] is None
+    stopped = json.loads((entry / "fit.json").read_text())["info"]["stopped"]
+    assert stopped == "ran 4 of at most 4 chains"
     assert record["config"]["stored_draws"] == 1000
     with xr.open_dataset(entry / "predictions.nc") as preds:
-        assert preds["test_f"].sizes["draw"] == 2 * 120
+        assert preds["test_f"].sizes["draw"] == 4 * 60
+        assert preds["fidelity_f"].sizes["fidelity_draw"] == 4 * 60
 
     published = tmp_path / "a" / "references" / "sine-split0"
     assert _files(published) == {"reference.json", "record.json", "predictions.nc"}
     assert read_reference(published) == document
     infeasible = read_reference(tmp_path / "a" / "references" / "gap-split0")
     assert infeasible is not None and infeasible["status"] == "infeasible"
-    assert infeasible["note"] == "too slow here" and infeasible["converged"] is None
+    assert infeasible["note"] == "too slow here" and infeasible["passed"] is None
     suite_file = json.loads((tmp_path / "a" / "suite.json").read_text())
     assert suite_file["reference"] == document["settings"]
 
@@ -100,7 +109,7 @@ def test_failed_reference_does_not_stop_the_sweep_and_is_retried(
     assert [r["status"] for r in read_records(tmp_path / "r")] == ["ok"]
     published = read_reference(tmp_path / "r" / "references" / "sine-split0")
     assert published is not None and published["status"] == "timeout"
-    assert published["converged"] is None and "exceeded its 0.5 s limit" in published["note"]
+    assert published["passed"] is None and "exceeded its 0.5 s limit" in published["note"]
     assert published["attempt"] == 1
 
     kept = run_suite(suite, tmp_path / "r", jobs=2, reference_dir=cache, retry=False)
@@ -137,7 +146,7 @@ def test_references_are_submitted_before_the_cells(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     order: list[str] = []
-    passing = {"rhat_max": 1.001, "ess_bulk_min": 900.0}
+    passing = {"chains_run": 4.0, "chains_kept": 4.0, "floor_w2": 0.01}
     fake = _fake_process(order, passing)
     monkeypatch.setattr(runner, "run_cell_process", fake)  # references
     monkeypatch.setattr(process, "run_cell_process", fake)  # cells, by run_cells_process
@@ -145,7 +154,7 @@ def test_references_are_submitted_before_the_cells(
                        methods={"svi": FAST_SVI, "map": {"num_steps": 5}})  # fmt: skip
     summary = run_suite(suite, tmp_path / "r", jobs=1, reference_dir=tmp_path / "cache")
     assert order == ["nuts", "nuts", "svi", "map", "svi", "map"]
-    assert [o.document["converged"] for o in summary.references] == [True, True]
+    assert [o.document["passed"] for o in summary.references] == [True, True]
     published = tmp_path / "r" / "references" / "gap-split0"
     assert (published / "predictions.nc").read_text() == "predictions.nc"
     assert not (published / "inference_data.nc").exists()

@@ -17,7 +17,7 @@ RAW = {
     "seeds": [0, 1],
     "backends": ["numpyro", "pyro"],
     "timeout_s": 60,
-    "reference": {"num_chains": 2, "num_samples": 30, "timeout_s": 90},
+    "reference": {"num_chains": 8, "chains_per_batch": 4, "num_samples": 30, "timeout_s": 90},
     "model": {"hidden": [5], "activation": "tanh"},
     "datasets": [
         {"name": "sine", "splits": [0, 3], "max_train": 20},
@@ -74,11 +74,13 @@ def test_references_expand_per_dataset_and_split() -> None:
         ("digits-split0", "too many weights"),
     ]
     cell = jobs[1].cell
-    assert (cell.method, cell.backend, cell.seed, cell.split) == ("nuts", "numpyro", 0, 3)
+    assert (cell.method, cell.backend, cell.seed, cell.split) == ("mclmc", "numpyro", 0, 3)
+    # One batch's fit: 4 chains from deep-ensemble starts; the settings are the cell's own.
     assert cell.options == {
-        "num_chains": 2, "num_warmup": 1000, "num_samples": 30, "max_tree_depth": 10,
-        "target_accept": 0.8,
+        "num_chains": 4, "num_warmup": 2000, "num_samples": 30, "thinning": 8, "init": "ensemble",
     }  # fmt: skip
+    assert cell.reference is not None and cell.reference["num_chains"] == 8
+    assert "timeout_s" not in cell.reference and "reference" in cell.config()
     assert cell.model == {"hidden": [5], "activation": "tanh"} and cell.data == {"max_train": 20}
     assert cell.stored_draws == 1000 and cell.timeout_s == 90
     assert jobs[2].cell.model == {"hidden": [8], "activation": "tanh"}
@@ -88,8 +90,15 @@ def test_references_expand_per_dataset_and_split() -> None:
     assert parse_suite(_suite(reference=None)).references() == []
     defaults = parse_suite(_suite(reference={})).reference
     assert defaults is not None and defaults.as_dict() == {
-        "num_chains": 4, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10,
-        "target_accept": 0.8, "seed": 0, "timeout_s": 1800.0, "stored_draws": 1000,
+        "engine": "mclmc", "num_chains": 64, "chains_per_batch": 16, "target_floor": 0.01,
+        "max_seconds": 600.0, "num_warmup": None, "num_samples": None, "thinning": None,
+        "max_tree_depth": None, "target_accept": None, "seed": 0, "timeout_s": 1800.0,
+        "stored_draws": 1000,
+    }  # fmt: skip
+    nuts = parse_suite(_suite(reference={"engine": "nuts", "num_chains": 4})).references()[0]
+    assert nuts.cell.method == "nuts" and nuts.cell.options == {
+        "num_warmup": 500, "num_samples": 500, "max_tree_depth": 8, "target_accept": 0.8,
+        "num_chains": 4, "init": "ensemble", "chain_method": "vectorized",
     }  # fmt: skip
 
 
@@ -173,14 +182,22 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ({"datasets": [{"name": "sine", "splits": "some"}]}, "splits must be"),
         ({"datasets": [{"name": "sine", "exclude": ["hmc"]}]}, "'hmc' names no method"),
         ({"datasets": [{"name": "sine", "max": 3}]}, r"unknown keys \['max'\]"),
-        ({"reference": "nuts.numpyro"}, r"\[reference\]: must be a table of NumPyro NUTS"),
+        ({"reference": "nuts.numpyro"}, r"\[reference\]: must be a table of reference settings"),
         ({"reference": {"chains": 4}}, r"\[reference\]: unknown keys \['chains'\]"),
-        ({"reference": {"num_chains": 0}}, r"\[reference\]: num_chains must be an integer >= 1"),
+        ({"reference": {"num_chains": 3}}, r"\[reference\]: num_chains must be an integer >= 4"),
         ({"reference": {"num_warmup": -1}}, "num_warmup must be an integer >= 0, got -1"),
-        ({"reference": {"num_samples": 3}}, "num_samples must be an integer >= 4, got 3"),
+        ({"reference": {"num_samples": 3}}, "num_samples must be an integer >= 8, got 3"),
         ({"reference": {"max_tree_depth": "deep"}}, "max_tree_depth must be an integer"),
-        ({"reference": {"num_chains": True}}, "num_chains must be an integer >= 1, got True"),
-        ({"reference": {"target_accept": 1.5}}, r"target_accept must be a number in \(0, 1\)"),
+        ({"reference": {"num_chains": True}}, "num_chains must be an integer >= 4, got True"),
+        (
+            {"reference": {"engine": "nuts", "target_accept": 1.5}},
+            r"target_accept must be a number in \(0, 1\)",
+        ),
+        ({"reference": {"engine": "hmc"}}, r"unknown engine 'hmc'; available: mclmc, nuts"),
+        ({"reference": {"max_tree_depth": 5}}, "max_tree_depth is not read by the mclmc engine"),
+        ({"reference": {"chains_per_batch": 65}}, "chains_per_batch must be from 1 to num_chains"),
+        ({"reference": {"target_floor": 0}}, "target_floor must be a finite number > 0, got 0"),
+        ({"reference": {"max_seconds": "long"}}, "max_seconds must be a finite number > 0"),
         ({"reference": {"seed": -2}}, "seed must be an integer >= 0, got -2"),
         ({"reference": {"timeout_s": 0}}, r"\[reference\]: timeout_s must be a finite positive"),
         ({"datasets": [{"name": "sine", "no_reference": 3}]}, "no_reference must be a non-empty"),

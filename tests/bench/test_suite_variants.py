@@ -96,7 +96,7 @@ def test_without_a_variant_the_config_and_its_hash_are_unchanged() -> None:
 
 
 def test_references_of_variants_are_kept_apart() -> None:
-    raw = _suite(reference={"num_chains": 1, "num_samples": 4}, methods={"svi": {}})
+    raw = _suite(reference={"num_chains": 4, "num_samples": 8}, methods={"svi": {}})
     raw["datasets"] = [{"name": "digits"}, {"name": "digits", "variant": "wide"}]
     names = [job.name for job in parse_suite(raw).references()]
     assert names == ["digits-split0", "digits-wide-split0"]

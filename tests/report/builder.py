@@ -6,10 +6,14 @@ without files, and a second split of svi.pyro with known metrics) and a 3-class 
 (svi on Pyro, splits 0 and 1). A study, ``sine/beta``: svi's ``kl_weight`` swept over
 :data:`STUDY_BETAS` on both backends, its predictions written by hand (no fit; the one at the
 smallest beta on Pyro failed). The map cell on Pyro is flagged as unusable. Sine's test set is
-split into two regions (``|x| <= 0.5`` "near zero", the rest "far"). References: sine split 0 has
-a short NUTS reference (seed 1) that failed its gate, blobs split 0 an SVI stand-in marked
-converged, and blobs split 1 is infeasible. Metrics are computed here by hand, so the report is
-tested against numbers it did not produce.
+split into two regions (``|x| <= 0.5`` "near zero", the rest "far"). References (``reference.json``
+format 2, written by :func:`ppl_bnn.reference.reference_document`, so through its gate): sine
+split 0 has a short NUTS reference of two chains (seed 1), judged by
+:func:`ppl_bnn.reference.chains.assess_chains`, which has no floor (fewer than 4 chains kept);
+blobs split 0 an SVI stand-in whose 50 draws are cut into pseudo-chains (6 run, one dropped as
+frozen, 5 kept) with a real floor from :func:`ppl_bnn.reference.chains.floors`; blobs split 1
+is infeasible. Metrics are computed here by hand, so the report is tested against numbers it
+did not produce.
 """
 
 from __future__ import annotations
@@ -27,9 +31,19 @@ from scipy.stats import norm
 
 from ppl_bnn import BNN, FitResult, fit, metrics
 from ppl_bnn.bench.cell import Cell
-from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
+from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, RECORD_FILE, write_record
 from ppl_bnn.data.synthetic import sine_function
+from ppl_bnn.metrics import sampler_diagnostics
+from ppl_bnn.metrics.reference import (
+    FIDELITY_DRAWS,
+    FIDELITY_POINTS,
+    FIDELITY_REFERENCE_DRAWS,
+    evenly,
+)
 from ppl_bnn.predictive import predictive_at
+from ppl_bnn.reference import ReferenceSettings, reference_document
+from ppl_bnn.reference import write_reference as write_reference_file
+from ppl_bnn.reference.chains import ChainAssessment, assess_chains, floors
 
 SUITE = "tiny"
 FAILED_MESSAGE = "Pyro NUTS blew up at warmup step 3"
@@ -56,7 +70,12 @@ def _blobs(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _regression_eval(
-    result: FitResult, x_test: np.ndarray, y_test: np.ndarray, x_train: np.ndarray, y_train
+    result: FitResult,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    fidelity_draws: int = FIDELITY_DRAWS,
 ) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
     pred = result.predict(x_test)
     f = pred.f[..., 0]
@@ -93,6 +112,7 @@ def _regression_eval(
         "test_epistemic_std": (("test",), pred.epistemic_std),
         "test_f": (("draw", "test"), f[thin].astype(np.float32)),
         "test_sigma": (("draw",), sigma[thin]),
+        **_fidelity_sample(f, sigma, fidelity_draws),
         "test_inside": (("test",), inside.astype(np.int8)),
         "grid_x": (("grid",), grid[:, 0]),
         "grid_mean": (("grid",), gpred.mean),
@@ -102,6 +122,18 @@ def _regression_eval(
         "train_y": (("train",), y_train),
     }
     return metrics, curves, data
+
+
+def _fidelity_sample(f: np.ndarray, sigma: np.ndarray, draws: int) -> dict[str, Any]:
+    """The fidelity sample the bench stores (:func:`ppl_bnn.bench.evaluate._fidelity_sample`):
+    ``draws`` evenly spaced draws at the evenly spaced fidelity points."""
+    points = evenly(f.shape[1], FIDELITY_POINTS)
+    kept = evenly(f.shape[0], draws)
+    return {
+        "fidelity_point": (("fidelity_point",), points),
+        "fidelity_f": (("fidelity_draw", "fidelity_point"), f[kept][:, points].astype(np.float32)),
+        "fidelity_sigma": (("fidelity_draw",), sigma[kept]),
+    }
 
 
 def _classification_eval(
@@ -224,28 +256,85 @@ REGIONS = {"in": "near zero", "out": "far"}
 FLAG = "test log-likelihood (near zero) -9 is below the constant predictor's -1.5"
 
 
-def write_reference(root: Path, dataset: str, split: int, data: dict | None, **fields: Any) -> Path:
-    """A reference posterior's ``reference.json`` (and predictions, when ``data`` is given)."""
+#: The tiny suite's reference settings (``suite.json``'s ``reference``): two NUTS chains.
+REFERENCE_SETTINGS = ReferenceSettings(
+    engine="nuts", num_chains=2, chains_per_batch=2, num_warmup=50, num_samples=50,
+    max_tree_depth=10, seed=1,
+).as_dict()  # fmt: skip
+#: The seconds every fabricated reference took.
+REFERENCE_WALL_S = 12.5
+
+
+def reference_entry(
+    dataset: str,
+    split: int,
+    metrics: dict[str, float] | None = None,
+    *,
+    status: str = "ok",
+    note: str | None = None,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``reference.json`` (format 2) from :func:`ppl_bnn.reference.reference_document`, so
+    through its gate: of a fit whose chains' diagnostics and floors are ``metrics`` (status
+    ``ok`` or ``diverged``), or, without a fit, of ``status`` (failed, infeasible, ...) with
+    ``note``."""
+    record = None
+    if status in ("ok", "diverged"):
+        record = {
+            "status": status,
+            "metrics": metrics or {},
+            "timings": {"cell_wall": REFERENCE_WALL_S},
+            "versions": {"numpyro": "0.22.0"},
+            "finished_at": "2025-01-01T00:00:10+00:00",
+        }
+    return reference_document(
+        dataset, split, settings={**REFERENCE_SETTINGS, **(settings or {})},
+        model={"hidden": [5]}, computed_at="2025-01-01T00:00:00+00:00",
+        key="0" * 64 if record is not None else None, record=record, status=status, note=note,
+    )  # fmt: skip
+
+
+def write_reference(
+    root: Path,
+    dataset: str,
+    split: int,
+    data: dict | None,
+    metrics: dict[str, float] | None = None,
+    *,
+    info: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Path:
+    """A reference posterior's folder: its ``reference.json`` (:func:`reference_entry` of
+    ``metrics`` and ``fields``: ``status``, ``note``, ``settings``), its ``record.json`` with
+    ``info`` (why it stopped, the chains it dropped) where given, and its predictions where
+    ``data`` is given."""
     folder = root / "references" / f"{dataset}-split{split}"
     folder.mkdir(parents=True)
     if data is not None:
         xr.Dataset(data).to_netcdf(folder / PREDICTIONS_FILE, engine="h5netcdf")
-    entry = {
-        "format": 1,
-        "key": "0" * 64,
-        "dataset": dataset,
-        "split": split,
-        "status": "ok",
-        "note": None,
-        "converged": True,
-        "gate": {"rhat_max": 1.01, "ess_bulk_min": 400},
-        "diagnostics": {},
-        "settings": {"num_chains": 2, "num_warmup": 50, "num_samples": 50, "max_tree_depth": 10},
-        "wall_s": 12.5,
-        **fields,
-    }
-    (folder / "reference.json").write_text(json.dumps(entry))
+    write_reference_file(folder, reference_entry(dataset, split, metrics, **fields))
+    if info is not None:
+        (folder / RECORD_FILE).write_text(json.dumps({"status": "ok", "info": info}))
     return folder
+
+
+def _chain_info(assessment: ChainAssessment, stopped: str, seconds: float) -> dict[str, Any]:
+    """A reference record's ``info`` as :func:`ppl_bnn.reference.sample.sample_reference`
+    leaves it."""
+    return {"stopped": stopped, "sampling_seconds": seconds, "chains": assessment.to_dict()}
+
+
+def _blobs_reference(result: FitResult, x_test: np.ndarray) -> tuple[dict, dict]:
+    """The blobs stand-in's chain diagnostics and record ``info``: its 50 draws cut into 5
+    pseudo-chains of 10, as the kept ones of 6 (the sixth dropped as frozen), with the floor
+    :func:`ppl_bnn.reference.chains.floors` gives them."""
+    probs = result.predict(x_test).draws
+    per_chain = probs.reshape(5, -1, *probs.shape[1:])
+    assessment = ChainAssessment(6, [0, 1, 2, 3, 4], {5: "frozen: step size 1e-06 (median 0.01)"})
+    assessment.floor, assessment.floor_random = floors(list(range(5)), probs=per_chain, seed=1)
+    assessment.rhat_across = metrics.prediction_diagnostics(per_chain.max(axis=-1))["rhat_max"]
+    info = _chain_info(assessment, "reached the target floor", 3.25)
+    return assessment.metrics(), info
 
 
 def write_cell(root: Path, cell: Cell, result: FitResult, metrics, curves, data) -> Path:
@@ -284,7 +373,7 @@ def write_suite(root: Path, cells: list[Cell]) -> None:
     suite = {
         "name": SUITE,
         "description": "Tiny suite written by the report tests.",
-        "reference": {"num_chains": 2, "num_warmup": 50, "num_samples": 50},
+        "reference": REFERENCE_SETTINGS,
         "environment": {
             "git_commit": "0123456789abcdef",
             "date": "2025-01-01T00:00:00+00:00",
@@ -332,15 +421,15 @@ def build(root: Path) -> dict[str, Cell]:
         cells[name] = c
 
     reference = fit(model, "nuts", backend="numpyro", seed=1, **runs["nuts_np"][2])
-    _, _, ref_data = _regression_eval(reference, xt, yt, x, y)
-    write_reference(
-        root,
-        "sine",
-        0,
-        ref_data,
-        converged=False,
-        diagnostics={"rhat_max": 1.08, "ess_bulk_min": 31},
-    )
+    _, _, ref_data = _regression_eval(reference, xt, yt, x, y, FIDELITY_REFERENCE_DRAWS)
+    # Two chains: judged each on its own, but too few for a floor (the gate needs 4 kept).
+    assessment = assess_chains(reference, xt, seed=1)
+    found = {
+        **assessment.metrics(),
+        **sampler_diagnostics(reference.sample_stats, max_tree_depth=10),
+    }
+    info = _chain_info(assessment, "ran 2 of at most 2 chains", reference.timings["total"])
+    write_reference(root, "sine", 0, ref_data, found, info=info)
     flagged = root / "cells" / cells["map_pyro"].cell_id / "record.json"
     record = json.loads(flagged.read_text())
     record.pop("schema_version")
@@ -401,12 +490,9 @@ def build(root: Path) -> dict[str, Cell]:
     cells["blobs_svi"] = c
     stand_in = fit(cmodel, "svi", backend="pyro", seed=1, num_steps=300, num_draws=50)
     _, _, ref_data = _classification_eval(stand_in, xct, yct, x_ood)
-    write_reference(
-        root, "blobs", 0, ref_data, diagnostics={"rhat_max": 1.003, "ess_bulk_min": 650}
-    )
-    write_reference(
-        root, "blobs", 1, None, status="infeasible", converged=None, note="too many weights"
-    )
+    found, info = _blobs_reference(stand_in, xct)
+    write_reference(root, "blobs", 0, ref_data, found, info=info, settings={"num_chains": 6})
+    write_reference(root, "blobs", 1, None, status="infeasible", note="too many weights")
     cells["blobs_svi_1"] = Cell(
         SUITE, "blobs", 1, "svi", "pyro", 0, model={"hidden": [5]}, options=c.options
     )

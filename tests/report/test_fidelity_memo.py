@@ -58,7 +58,9 @@ def test_a_cell_whose_predictions_changed_is_computed_again_alone(
 ) -> None:
     first = _frame(folder)
     with h5py.File(folder / "cells" / CHANGED / "predictions.nc", "r+") as handle:
-        handle["test_f"][...] = handle["test_f"][...] + 1.0
+        # The fidelity sample is what W2 is measured on (the test draws only stand in for it
+        # in predictions stored before there was one).
+        handle["fidelity_f"][...] = handle["fidelity_f"][...] + 1.0
     computed = _computed(monkeypatch)
     second = _frame(folder)
     assert computed == [CHANGED]

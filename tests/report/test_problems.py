@@ -167,3 +167,22 @@ def test_cells_of_an_earlier_configuration_are_not_averaged_with_the_current_one
     (problem,) = results.problems
     assert problem.startswith("1 cell stored with another configuration than the suite's")
     assert f"left out of every table and figure ({MAP_PYRO})" in problem
+
+
+def test_a_reference_of_the_earlier_format_counts_as_missing_and_is_named(
+    results_dir: Path, tmp_path: Path
+) -> None:
+    """A ``reference.json`` of format 1 (a NUTS run gated on R-hat, before chain ensembles and
+    floors) is not read: its split has no reference, and the Problems box says why."""
+    root = _copy(results_dir, tmp_path)
+    old = {
+        "format": 1, "dataset": "blobs", "split": 0, "status": "ok", "note": None,
+        "converged": True, "gate": {"rhat_max": 1.01, "ess_bulk_min": 400}, "diagnostics": {},
+    }  # fmt: skip
+    (root / "references" / "blobs-split0" / "reference.json").write_text(json.dumps(old))
+    results = load_results(root)
+    assert ("blobs", 0) not in results.references and ("sine", 0) in results.references
+    assert (
+        "references/blobs-split0/reference.json is of an earlier format (1, not 2): it is left "
+        "out, as if there were no reference; `ppl-bnn bench` computes it again"
+    ) in results.problems

@@ -1,6 +1,6 @@
 """The recommendation rule (:mod:`ppl_bnn.report.recommend`) on constructed results: a tie group,
-no reference, an unconverged reference, every contestant unusable, and a cheaper contestant
-outside the tie group."""
+no reference, a reference without a floor, every contestant unusable, a cheaper contestant
+outside the tie group, and contestants within the reference's floor."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from ppl_bnn.reference import PREDICTIONS_FILE
 from ppl_bnn.report.load import ReferenceEntry
-from ppl_bnn.report.recommend import Grade, recommend, with_cost
+from ppl_bnn.report.recommend import FIDELITY_WHY, Grade, recommend, with_cost
 
 #: Per-seed offsets: a group's values are its mean plus these (three replicates, sd 1).
 NOISE = np.array([-1.0, 0.0, 1.0])
@@ -36,7 +36,7 @@ def _cells(groups: dict[str, dict[str, object]]) -> pd.DataFrame:
                 "time_compile": 0.0,
                 "flags": spec.get("flags"),
             }
-            for column in ("ref_w2", "test_ll", "ref_std_ratio_out"):
+            for column in ("ref_w2", "test_ll", "ref_std_ratio_out", "ref_floor_ratio"):
                 if column in spec:
                     mean, wobble = spec[column]
                     row[column] = mean + wobble * NOISE[seed]
@@ -44,17 +44,18 @@ def _cells(groups: dict[str, dict[str, object]]) -> pd.DataFrame:
     return with_cost(pd.DataFrame(rows))
 
 
-def _reference(tmp_path: Path, converged: bool | None, split: int = 0) -> ReferenceEntry:
-    """A reference with predictions; ``converged=None``: an infeasible one, with none."""
-    if converged is not None:
+def _reference(tmp_path: Path, passed: bool | None, split: int = 0) -> ReferenceEntry:
+    """A reference with predictions (with a floor or not); ``passed=None``: an infeasible one,
+    with none."""
+    if passed is not None:
         (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
     return ReferenceEntry(
         dataset="sine",
         split=split,
-        status="ok" if converged is not None else "infeasible",
-        converged=converged,
+        status="ok" if passed is not None else "infeasible",
+        passed=passed,
         note=None,
-        gate={"rhat_max": 1.01, "ess_bulk_min": 400},
+        gate={"min_chains": 4},
         diagnostics={},
         settings={},
         wall_s=1.0,
@@ -75,14 +76,15 @@ def test_a_tie_group_is_trusted_and_its_cheapest_named(tmp_path):
             "svi": {"ref_w2": (5.0, 0.0), "test_ll": (-1.5, 0.0), "cost": 1.0},
         }
     )
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True)])
     assert rec.basis is not None and rec.basis.column == "ref_w2"
     assert _grades(rec) == {"nuts": Grade.TRUST, "hmc": Grade.AS_GOOD, "svi": Grade.WORSE}
     assert rec.cheapest_as_good is not None and rec.cheapest_as_good.group[0] == "hmc"
     sentence = rec.sentence()
     assert sentence.startswith("Trust nuts/numpyro (W2")
     assert "hmc/numpyro ties with it at 1/5 of the cost (1.10 ± 0.29)" in sentence
-    assert "fidelity to a converged reference" in sentence
+    assert sentence.endswith(f"Ranked on {FIDELITY_WHY}.")
+    assert "floor" not in sentence.removesuffix(f"Ranked on {FIDELITY_WHY}.")  # no ratio given
     assert "svi" not in sentence  # worse: neither trusted nor to avoid
 
 
@@ -94,7 +96,7 @@ def test_a_cheaper_contestant_outside_the_tie_group_is_not_recommended(tmp_path)
             "map": {"ref_w2": (3.0, 0.0), "cost": 0.1},  # cheapest, clearly further away
         }
     )
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True)])
     assert _grades(rec)["map"] == Grade.WORSE
     assert rec.cheapest_as_good.group[0] == "hmc"
     assert "map" not in rec.sentence()
@@ -114,23 +116,23 @@ def test_without_a_reference_the_best_held_out_quality_is_trusted():
     assert rec.sentence().startswith("Trust svi/numpyro (test LL -1 ± 0)")
 
 
-def test_an_unconverged_reference_never_decides(tmp_path):
-    """Fidelity to an unconverged reference favours nuts and calls map over-confident; neither
-    counts: the test LL decides, and map is not avoided on the reference's word."""
+def test_a_reference_without_a_floor_never_decides(tmp_path):
+    """Fidelity to a reference without a floor favours nuts and calls map over-confident;
+    neither counts: the test LL decides, and map is not avoided on the reference's word."""
     cells = _cells(
         {
             "nuts": {"ref_w2": (1.0, 0.0), "test_ll": (-2.0, 0.0), "ref_std_ratio_out": (1, 0)},
             "map": {"ref_w2": (9.0, 0.0), "test_ll": (-1.0, 0.0), "ref_std_ratio_out": (0.1, 0)},
         }
     )
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=False)])
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=False)])
     assert rec.basis.column == "test_ll"
-    assert "the reference did not converge" in rec.basis.why
+    assert "the reference has no floor" in rec.basis.why
     assert _grades(rec) == {"map": Grade.TRUST, "nuts": Grade.WORSE}
-    converged = recommend("sine", cells, [_reference(tmp_path, converged=True)])
-    assert _grades(converged) == {"nuts": Grade.TRUST, "map": Grade.AVOID}
-    assert "map/numpyro (10\u00d7 over-confident out of range)" in converged.sentence()
-    standings = {s.group[0]: s for s in converged.standings}
+    passed = recommend("sine", cells, [_reference(tmp_path, passed=True)])
+    assert _grades(passed) == {"nuts": Grade.TRUST, "map": Grade.AVOID}
+    assert "map/numpyro (10\u00d7 over-confident out of range)" in passed.sentence()
+    standings = {s.group[0]: s for s in passed.standings}
     assert standings["map"].why == "10\u00d7 over-confident out of range"
 
 
@@ -142,7 +144,7 @@ def test_all_contestants_unusable_trusts_nothing(tmp_path):
             "svi": {"ref_w2": (2.0, 0.0), "status": "diverged"},
         }
     )
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True)])
     assert rec.trusted is None
     assert _grades(rec) == {"sgld": Grade.AVOID, "svi": Grade.AVOID}
     assert rec.sentence() == (
@@ -160,7 +162,7 @@ def test_failed_and_reduced_cells_are_not_judged_with_their_reason(tmp_path):
         }
     )
     cells.loc[cells["method"] == "svi", "budget_note"] = "fewer steps"
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True)])
     assert _grades(rec) == {"nuts": Grade.TRUST, "hmc": Grade.NOT_JUDGED, "svi": Grade.NOT_JUDGED}
     assert "not judged: hmc/numpyro (failed); svi/numpyro (reduced budget)" in rec.sentence()
     standings = {s.group[0]: s for s in rec.standings}
@@ -173,7 +175,7 @@ def test_a_clear_winner_has_no_as_good(tmp_path, column):
     worse = (2.0, 0.0) if column == "ref_w2" else (-2.0, 0.0)
     better = (1.0, 0.0) if column == "ref_w2" else (-1.0, 0.0)
     cells = _cells({"nuts": {column: better, "cost": 9.0}, "hmc": {column: worse, "cost": 1.0}})
-    refs = [_reference(tmp_path, converged=True)] if column == "ref_w2" else []
+    refs = [_reference(tmp_path, passed=True)] if column == "ref_w2" else []
     rec = recommend("sine", cells, refs)
     assert _grades(rec) == {"nuts": Grade.TRUST, "hmc": Grade.WORSE}
     assert rec.to_dict()["standings"][0] == {
@@ -183,6 +185,7 @@ def test_a_clear_winner_has_no_as_good(tmp_path, column):
         "value": better[0],
         "se": 0.0,
         "cost_s": 9.0,
+        "floor_ratio": None,
         "reason": "",
     }
 
@@ -195,7 +198,7 @@ def test_contestants_avoided_for_one_reason_are_named_together_with_its_range(tm
             "ensemble": {"ref_w2": (2.0, 0.0), "ref_std_ratio_out": (0.25, 0.0)},
         }
     )
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=True)])
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True)])
     assert "avoid map/numpyro, ensemble/numpyro (4\u201325\u00d7 over-confident out of range)" in (
         rec.sentence()
     )
@@ -203,7 +206,41 @@ def test_contestants_avoided_for_one_reason_are_named_together_with_its_range(tm
 
 def test_a_split_with_an_infeasible_reference_leaves_the_others_to_decide(tmp_path):
     cells = _cells({"nuts": {"ref_w2": (1.0, 0.0)}, "map": {"ref_w2": (2.0, 0.0)}})
-    infeasible = _reference(tmp_path / "none", converged=None, split=1)
-    rec = recommend("sine", cells, [_reference(tmp_path, converged=True), infeasible])
+    infeasible = _reference(tmp_path / "none", passed=None, split=1)
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True), infeasible])
     assert rec.basis.column == "ref_w2"
     assert recommend("sine", cells, [infeasible]).basis is None  # no test LL either
+
+
+def test_contestants_within_the_floor_are_said_to_be_indistinguishable(tmp_path):
+    """The trusted contestant and the ties within the reference's floor (mean ratio at most 1)
+    are named as indistinguishable from it, the cheapest tie too; one beyond it gets its
+    multiple of the floor; the ranking itself is the t-test's, as without a floor."""
+    cells = _cells(
+        {
+            "nuts": {"ref_w2": (1.0, 0.0), "ref_floor_ratio": (0.8, 0.0), "cost": 10.0},
+            "hmc": {"ref_w2": (1.1, 0.5), "ref_floor_ratio": (0.9, 0.0), "cost": 2.0},
+            "sgld": {"ref_w2": (1.05, 0.5), "ref_floor_ratio": (0.95, 0.0), "cost": 20.0},
+            "mclmc": {"ref_w2": (1.2, 0.5), "ref_floor_ratio": (1.5, 0.0), "cost": 30.0},
+            "svi": {"ref_w2": (5.0, 0.0), "ref_floor_ratio": (4.0, 0.0), "cost": 1.0},
+        }
+    )
+    rec = recommend("sine", cells, [_reference(tmp_path, passed=True)])
+    assert _grades(rec) == {
+        "nuts": Grade.TRUST, "hmc": Grade.AS_GOOD, "sgld": Grade.AS_GOOD,
+        "mclmc": Grade.AS_GOOD, "svi": Grade.WORSE,
+    }  # fmt: skip
+    assert rec.sentence() == (
+        "Trust nuts/numpyro (W2 to ref. 1 \u00b1 0, indistinguishable from the reference); "
+        "hmc/numpyro ties with it at 1/5 of the cost (1.10 \u00b1 0.29, indistinguishable from "
+        "the reference; 2 more tie (sgld/numpyro indistinguishable from the reference)). "
+        f"Ranked on {FIDELITY_WHY}."
+    )
+    standings = {s.group[0]: s for s in rec.standings}
+    assert standings["mclmc"].against_floor == "1.5\u00d7 the floor"
+    assert standings["svi"].number(rec.basis) == "W2 to ref. 5 \u00b1 0, 4\u00d7 the floor; 1 s"
+    assert rec.to_dict()["standings"][0]["floor_ratio"] == pytest.approx(0.8)
+    # Without a floor (test LL decides), no standing carries a ratio.
+    cells["test_ll"] = -1.0
+    without = recommend("sine", cells, [_reference(tmp_path, passed=False)])
+    assert all(np.isnan(s.floor_ratio) for s in without.standings)

@@ -49,7 +49,7 @@ def test_summary_json_holds_the_recommendations_the_page_shows(report_dir: Path,
     for entry in summary["datasets"]:
         assert f"{entry['dataset']}: {entry['sentence']}" in answer
     sine = summary["datasets"][0]
-    assert sine["basis"] == "test_ll" and "did not converge" in sine["basis_why"]
+    assert sine["basis"] == "test_ll" and "the reference has no floor" in sine["basis_why"]
     grades = {(s["method"], s["backend"]): s["grade"] for s in sine["standings"]}
     assert grades[("nuts", "numpyro")] == "trust"
     assert grades[("sgld", "numpyro")] == "avoid" and grades[("nuts", "pyro")] == "not judged"
@@ -168,18 +168,38 @@ def test_without_references_no_fidelity_is_shown_and_that_is_said(
     assert '<section id="backends">' in html
 
 
-def test_references_are_labelled_with_their_gate(html: str) -> None:
+def test_references_are_labelled_with_their_gate_chains_and_floor(
+    html: str, results_dir: Path
+) -> None:
+    # Sine's two NUTS chains are too few for a floor: no floor, and that is said everywhere.
     sine = section(html, "reference-sine")
     info = row(tables(sine)[0], "0")
-    assert info["gate"] == "not converged"
-    assert info["R̂ max"] == "1.08 (≤ 1.01)" and info["ESS bulk min"] == "31 (≥ 400)"
-    assert "NOT CONVERGED" in sine
-    assert "not converged" in section(html, "summary-sine")
-    assert "NOT CONVERGED" in section(html, "dataset-sine")
+    assert info["gate"] == "no floor"
+    assert info["sampler"] == "NUTS, 50 + 50 per chain"
+    assert info["chains kept"] == "2 of 2"
+    assert info["floor"] == "" and info["random-split floor"] == ""
+    assert info["stopped"] == "ran 2 of at most 2 chains"
+    assert info["note"] == "no floor: 2 of 2 chains kept, fewer than the 4 a floor needs"
+    reference = json.loads((results_dir / "references/sine-split0/reference.json").read_text())
+    found = reference["diagnostics"]
+    assert info["R̂ across"] == fmt.number(found["rhat_across"])
+    assert info["R̂ per chain"] == fmt.number(found["rhat_within_median"], 4)
+    assert info["ESS per chain"] == fmt.number(found["ess_within_median"])
+    assert "HAS NO FLOOR (2 of 2 chains kept" in sine
+    assert "not ranked: reference has no floor" in section(html, "summary-sine").lower()
+    assert "HAS NO FLOOR" in section(html, "dataset-sine")
+    # Blobs' split 0 has a floor (5 of 6 pseudo-chains kept, one dropped as frozen).
     blobs = section(html, "reference-blobs")
-    gates = {r[0]: r[1] for r in tables(blobs)[0][1:]}
-    assert gates == {"0": "converged", "1": "infeasible"}
-    assert "too many weights" in blobs
+    rows = {r[0]: dict(zip(tables(blobs)[0][0], r, strict=True)) for r in tables(blobs)[0][1:]}
+    assert {s: r["gate"] for s, r in rows.items()} == {"0": "passed", "1": "infeasible"}
+    found = json.loads((results_dir / "references/blobs-split0/reference.json").read_text())[
+        "diagnostics"
+    ]
+    assert rows["0"]["chains kept"] == "5 of 6 (1 frozen)"
+    assert rows["0"]["floor"] == f"TV {fmt.number(found['floor_tv'], 2)}"
+    assert rows["0"]["random-split floor"] == f"TV {fmt.number(found['floor_tv_random'], 2)}"
+    assert rows["0"]["stopped"] == "reached the target floor"
+    assert rows["1"]["sampler"] == "" and rows["1"]["note"] == "too many weights"
 
 
 def test_uci_dataset_gets_published_figures(results_dir: Path, tmp_path: Path) -> None:

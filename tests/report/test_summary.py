@@ -10,18 +10,22 @@ from html import unescape
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from ppl_bnn.reference import write_reference
+from ppl_bnn.report import fmt
 from ppl_bnn.report import tables as report_tables
 from ppl_bnn.report.answer import recommendations
 from ppl_bnn.report.document import Document, Strong
-from ppl_bnn.report.fidelity import with_fidelity
+from ppl_bnn.report.fidelity import FLOOR_RATIO, with_fidelity
+from ppl_bnn.report.fmt import INDISTINGUISHABLE
 from ppl_bnn.report.html import render_html
 from ppl_bnn.report.load import SuiteResults, load_results
 from ppl_bnn.report.markdown import render_markdown
-from ppl_bnn.report.recommend import Recommendation
-from ppl_bnn.report.summary import TEST_ONLY, Point, pareto_front, points, summary_section
+from ppl_bnn.report.recommend import FIDELITY_WHY, Recommendation
+from ppl_bnn.report.summary import Point, pareto_front, points, summary_section
 from ppl_bnn.report.tables import NOT_RANKED, RANKING_NOTE, TIE_MARK
-from tests.report.builder import subset
+from tests.report.builder import reference_entry, subset
 from tests.report.helpers import section, tables
 
 
@@ -41,22 +45,29 @@ def test_pareto_front_keeps_what_nothing_cheaper_beats() -> None:
     assert [p.group[0] for p in pareto_front(pts, lower=False)] == ["cheap", "dominated"]
 
 
-def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(html: str) -> None:
+def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(
+    html: str, results_dir: Path
+) -> None:
     assert re.findall(r'<section id="([^"]+)">\s*<h2', html)[0] == "summary"
     sine = section(html, "summary-sine")
     text = unescape(re.sub(r"<[^>]+>", "", sine))
-    assert "Reference posterior: split 0: NumPyro NUTS, 2 chains" in text
-    assert "not converged" in text and NOT_RANKED in text
-    # The reference did not converge: the test LL decides, and the sentence says so. Which tie
-    # is the cheapest depends on measured fit times: only its form is checked.
-    sentence = re.search(r"Recommendation: (.*?converge\)\.)", text).group(1)
+    # Its two NUTS chains are too few for a floor: not ranked, with why and what to try.
+    assert (
+        f"{NOT_RANKED.capitalize()} (2 of 2 chains kept, fewer than the 4 a floor needs); ranked "
+        "on held-out test log-likelihood instead" in text
+    )
+    assert "Try more chains (num_chains, now 2) or a longer warm-up (num_warmup, now 50)." in text
+    # The reference has no floor: the test LL decides, and the sentence says so. Which tie is
+    # the cheapest depends on measured fit times: only its form is checked.
+    sentence = re.search(r"Recommendation: (.*?no floor\)\.)", text).group(1)
     assert re.fullmatch(
         r"Trust nuts/numpyro \(test LL 0\.449\); \S+/\w+ ties with it at (1/\d+ of|[\d.]+\u00d7) "
         r"the cost \([^;]+; 2 more tie\); avoid sgld/numpyro \(diverged\); map/pyro \(worse "
         r"than a constant predictor\); not judged: nuts/pyro \(failed\)\. Ranked on held-out "
-        r"test log-likelihood \(the reference did not converge\)\.",
+        r"test log-likelihood \(the reference has no floor\)\.",
         sentence,
     ), sentence
+    assert "floor" not in sentence.split(". Ranked")[0]  # no distance, so no "k\u00d7 the floor"
     (evidence,) = tables(sine)
     # Its reference failed the gate: no fidelity column, the out-of-range std is the fit's own.
     assert evidence[0] == [
@@ -73,17 +84,32 @@ def test_summary_comes_first_with_each_datasets_recommendation_and_evidence(html
         ["not judged", "nuts", "pyro"],
     ]
     flags = {tuple(row[1:3]): row[-1] for row in evidence[1:]}
-    assert flags[("nuts", "numpyro")] == "chains not converged (R\u0302 up to 1.08)"
+    assert flags[("nuts", "numpyro")] == "chains disagree (R\u0302 up to 1.08)"
     assert flags[("map", "pyro")] == "worse than a constant predictor in 1 of 1 cells"
     assert flags[("sgld", "numpyro")] == "diverged in 1 of 1 cells"
     assert flags[("nuts", "pyro")] == "failed in 1 of 1 cells; reduced budget \u2020"
     assert 'id="fig-sine-summary-front"' in sine
     blobs = unescape(re.sub(r"<[^>]+>", "", section(html, "summary-blobs")))
-    assert "split 0: NumPyro NUTS" in blobs and "converged" in blobs
-    # Split 1's reference is infeasible; split 0's converged: fidelity decides. Classification
-    # cells have no test_ll column of their own: -NLL stands in.
-    assert "Trust svi/pyro (TV to ref. 0.0736). Ranked on fidelity to a converged" in blobs
-    assert tables(section(html, "summary-blobs"))[0][0][3:5] == ["TV to ref.", "test LL"]
+    # Split 1's reference is infeasible; split 0's has a floor: fidelity decides, each distance
+    # beside the floor. Classification cells have no test_ll column of their own: -NLL stands in.
+    floor = load_results(results_dir).references[("blobs", 0)].floor
+    assert floor is not None
+    assert (
+        "Reference posterior: a chain ensemble of 6 NUTS chains from deep-ensemble starts (5 "
+        f"kept; 1 dropped, frozen), floor TV {fmt.number(floor, 2)}, sampled in 3.25 s (reached "
+        "the target floor); across-chain R-hat" in blobs
+    )
+    assert "measures how multimodal the posterior is, not convergence." in blobs
+    tv = with_fidelity(load_results(results_dir)).cells.set_index("cell_id")
+    k = tv.loc["blobs-split0-svi-pyro-seed0", "ref_tv"] / floor
+    assert k > 1
+    assert (
+        f"Trust svi/pyro (TV to ref. 0.0736, {fmt.number(k, 2)}\u00d7 the floor). Ranked on "
+        f"{FIDELITY_WHY}." in blobs
+    )
+    evidence = tables(section(html, "summary-blobs"))[0]
+    assert evidence[0][3:5] == ["TV to ref.", "test LL"]
+    assert evidence[1][3] == f"0.0736 ({fmt.number(k, 2)}\u00d7 the floor)"
 
 
 def test_a_tuned_contestants_cost_includes_its_tuning() -> None:
@@ -102,10 +128,6 @@ def test_a_tuned_contestants_cost_includes_its_tuning() -> None:
     assert cost == {"map": 4.0, "map (tuned)": 34.0}
 
 
-#: The diagnostics the tiny suite's sine reference stores (:func:`tests.report.builder.build`).
-FAILED_GATE = {"rhat_max": 1.08, "ess_bulk_min": 31}
-
-
 def _sine(results_dir: Path, folder: Path, references: bool) -> Path:
     """The tiny suite's sine contestants (not its study), with the references or without."""
     return subset(
@@ -116,12 +138,28 @@ def _sine(results_dir: Path, folder: Path, references: bool) -> Path:
     )
 
 
-def _gate(folder: Path, converged: bool) -> None:
-    """Make sine's split-0 reference pass its gate, or fail it as the builder wrote it."""
-    path = folder / "references" / "sine-split0" / "reference.json"
-    entry = json.loads(path.read_text())
-    diagnostics = {"rhat_max": 1.004, "ess_bulk_min": 820} if converged else FAILED_GATE
-    path.write_text(json.dumps({**entry, "converged": converged, "diagnostics": diagnostics}))
+#: The settings of the chain ensemble :func:`_ensemble` writes.
+ENSEMBLE = {"engine": "mclmc", "num_chains": 16, "num_warmup": 2000, "num_samples": 500}
+
+
+def _ensemble(folder: Path, kept: int, floor: float | None = None) -> None:
+    """Make sine's split-0 reference a chain ensemble of 16 MCLMC chains, ``kept`` of them kept,
+    with W2 floor ``floor`` (its standardised floor half of it), through the gate of
+    :func:`ppl_bnn.reference.reference_document`; its record says why it stopped and which
+    chains it dropped."""
+    reference = folder / "references" / "sine-split0"
+    found: dict[str, float] = {
+        "chains_run": 16, "chains_kept": kept, "rhat_across": 1.27, "rhat_within_median": 1.004,
+        "ess_within_median": 412,
+    }  # fmt: skip
+    if floor is not None:
+        found.update(floor_w2=floor, floor_w2_std=floor / 2, floor_w2_random=floor / 4,
+                     floor_w2_std_random=floor / 8)  # fmt: skip
+    write_reference(reference, reference_entry("sine", 0, found, settings=ENSEMBLE))
+    dropped = {str(c): f"frozen: step size 1e-09 (median 0.{c})" for c in range(kept, 16)}
+    info = {"stopped": "reached the target floor", "sampling_seconds": 412.0,
+            "chains": {"dropped": dropped}}  # fmt: skip
+    (reference / "record.json").write_text(json.dumps({"status": "ok", "info": info}))
 
 
 def _summary(folder: Path) -> tuple[SuiteResults, Recommendation, str, str, str]:
@@ -136,61 +174,142 @@ def _summary(folder: Path) -> tuple[SuiteResults, Recommendation, str, str, str]
     return results, recs["sine"], html, text, markdown[markdown.index("### sine") :]
 
 
-def test_a_gate_failing_reference_turns_the_summary_from_ranked_to_not_ranked(
+def _distance(results: SuiteResults, method: str, backend: str) -> float:
+    """The W2 of a sine contestant's split-0 cell to the reference."""
+    cells = results.cells.set_index("cell_id")
+    return float(cells.loc[f"sine-split0-{method}-{backend}-seed0", "ref_w2"])
+
+
+def test_a_reference_without_a_floor_turns_the_summary_from_ranked_to_not_ranked(
     results_dir: Path, tmp_path: Path
 ) -> None:
     folder = _sine(results_dir, tmp_path / "results", references=True)
-    _gate(folder, converged=True)
+    _ensemble(folder, kept=16, floor=0.05)
     _, rec, html, text, markdown = _summary(folder)
-    # Converged: fidelity ranks the contestants, heads the evidence and is a panel of the front.
+    # A floor: fidelity ranks the contestants, heads the evidence and is a panel of the front.
     assert rec.basis is not None and rec.basis.column == "ref_w2"
-    assert "Ranked on fidelity to a converged reference." in text
+    assert f"Ranked on {FIDELITY_WHY}." in text
     assert NOT_RANKED not in text and NOT_RANKED not in markdown
-    assert "converged (R\u0302 max 1.004, bulk ESS min 820)" in text
     header = tables(html)[0][0]
     assert header[3:5] == ["W2 to ref.", "test LL"] and "std / ref. std out of range" in header
     assert "(panels: W2 to ref.; test LL near zero; test LL far)" in text
 
-    _gate(folder, converged=False)
+    # The same results, 3 of 16 chains kept: no floor. Fidelity ranks nothing, the Summary says
+    # so with why and what to try, and the ranking and the front are test LL and cost.
+    _ensemble(folder, kept=3)
     _, rec, html, text, markdown = _summary(folder)
-    # The same results, the reference failing its gate: fidelity ranks nothing, the Summary
-    # says so with the gate's numbers and what to try, and the front is test LL and cost.
     assert rec.basis is not None and rec.basis.column == "test_ll"
-    for shown in (text, markdown):
-        assert NOT_RANKED in shown
+    why = (
+        f"{NOT_RANKED.capitalize()} (3 of 16 chains kept, fewer than the 4 a floor needs); "
+        "ranked on held-out test log-likelihood instead"
+    )
+    remedy = "Try more chains (num_chains, now 16) or a longer warm-up (num_warmup, now 2000)."
+    for shown in (text, markdown.replace("**", "").replace("\\_", "_")):
+        assert why in shown and remedy in shown
+        assert "Ranked on held-out test log-likelihood (the reference has no floor)." in shown
         assert "Ranked on fidelity" not in shown and "W2 to ref." not in shown
-    assert "(R\u0302 max 1.080, bulk ESS min 31; gate R\u0302 \u2264 1.01, ESS \u2265 400)" in text
-    assert f"Fidelity {NOT_RANKED}. {TEST_ONLY.capitalize()};" in text
-    assert "more warmup (num_warmup, now 50) or a longer tree (max_tree_depth, now 10)" in text
-    assert "or a smaller network." in text
-    assert "Ranked on held-out test log-likelihood (the reference did not converge)." in text
+        assert "the floor" not in shown and INDISTINGUISHABLE not in shown
     header = tables(html)[0][0]
     assert not any("ref." in h for h in header), header
     assert "(panels: test LL near zero; test LL far)" in text
 
 
-def test_distances_to_a_gate_failing_reference_are_shown_apart_and_not_ranked(
+def test_each_distance_is_shown_beside_the_floor_and_within_it_is_indistinguishable(
+    results_dir: Path, tmp_path: Path
+) -> None:
+    """The trusted contestant at its distance exactly, then at 2.5 times the floor; a farther
+    one at its distance over the floor; in the sentence and the evidence table, HTML and
+    Markdown."""
+    folder = _sine(results_dir, tmp_path / "results", references=True)
+    _ensemble(folder, kept=16, floor=1.0)
+    results, rec, *_ = _summary(folder)
+    top = rec.trusted
+    assert top is not None and top.name == "nuts/numpyro"
+    near = _distance(results, "nuts", "numpyro")
+    far = _distance(results, "ensemble", "numpyro")
+    assert far > near
+
+    _ensemble(folder, kept=16, floor=near)  # nuts's distance is the floor: within it
+    results, rec, html, text, markdown = _summary(folder)
+    k = far / near
+    rows = {tuple(r[1:3]): r for r in tables(html)[0][1:]}
+    assert rows[("nuts", "numpyro")][3] == f"{fmt.number(near)} ({INDISTINGUISHABLE})"
+    assert (
+        rows[("ensemble", "numpyro")][3]
+        == f"{fmt.number(far)} ({fmt.number(k, 2)}\u00d7 the floor)"
+    )
+    for shown in (text, markdown):
+        assert f"Trust nuts/numpyro (W2 to ref. {fmt.number(near)}, {INDISTINGUISHABLE})" in shown
+    assert f"| {fmt.number(near)} ({INDISTINGUISHABLE}) |" in markdown
+    assert f"| {fmt.number(far)} ({fmt.number(k, 2)}\u00d7 the floor) |" in markdown
+    standings = {s.name: s for s in rec.standings}
+    assert standings["nuts/numpyro"].floor_ratio == 1.0
+    assert standings["ensemble/numpyro"].floor_ratio == pytest.approx(k)
+    ratios = results.cells.set_index("cell_id")[FLOOR_RATIO]
+    assert ratios["sine-split0-ensemble-numpyro-seed0"] == pytest.approx(k)
+    assert math.isnan(ratios["sine-split1-svi-pyro-seed0"])  # split 1 has no reference
+
+    _ensemble(folder, kept=16, floor=near / 2.5)
+    _, rec, html, text, markdown = _summary(folder)
+    for shown in (text, markdown):
+        assert f"Trust nuts/numpyro (W2 to ref. {fmt.number(near)}, 2.5\u00d7 the floor)" in shown
+    assert (
+        "Reference posterior: a chain ensemble of 16 MCLMC chains from deep-ensemble starts (all "
+        f"16 kept), floor W2 {fmt.number(near / 2.5, 2)}" in text
+    )
+
+
+def test_the_references_table_shows_the_chains_and_the_floor(
     results_dir: Path, tmp_path: Path
 ) -> None:
     folder = _sine(results_dir, tmp_path / "results", references=True)
-    _gate(folder, converged=True)
+    _ensemble(folder, kept=14, floor=0.04)
+    results = with_fidelity(load_results(folder))
+    table = report_tables.reference_info_table(results, "sine")
+    assert table is not None
+    got = dict(zip(table.header, table.rows[0], strict=True))
+    assert got["gate"] == Strong("passed")
+    assert got["sampler"] == "MCLMC, 2000 + 500 per chain"
+    assert got["chains kept"] == "14 of 16 (2 frozen)"
+    assert got["floor"] == "W2 0.040 (0.020 standardised)"
+    assert got["random-split floor"] == "W2 0.010 (0.0050 standardised)"
+    assert (got["R̂ across"], got["R̂ per chain"], got["ESS per chain"]) == ("1.27", "1.004", "412")
+    assert (got["seconds"], got["stopped"]) == ("12.5", "reached the target floor")
+    text = unescape(re.sub(r"<[^>]+>", "", _summary(folder)[2]))
+    assert (
+        "Reference posterior: a chain ensemble of 16 MCLMC chains from deep-ensemble starts (14 "
+        "kept; 2 dropped, frozen), floor W2 0.040 (0.020 standardised), sampled in 412 s "
+        "(reached the target floor); across-chain R-hat 1.27 measures how multimodal the "
+        "posterior is, not convergence." in text
+    )
+
+
+def test_distances_to_a_reference_without_a_floor_are_shown_apart_and_not_ranked(
+    results_dir: Path, tmp_path: Path
+) -> None:
+    folder = _sine(results_dir, tmp_path / "results", references=True)
+    _ensemble(folder, kept=16, floor=0.05)
     results = with_fidelity(load_results(folder))
     main = report_tables.dataset_table(results, "sine")
     assert main is not None and "W2 to ref." in main.header
+    assert "the floor" in " ".join(str(c) for row in main.rows for c in row)
     ranked = report_tables.fidelity_table(results, "sine")
     assert ranked is not None and ranked.caption.endswith(RANKING_NOTE)
+    assert "W2 0.050 on split 0" in ranked.caption
 
-    _gate(folder, converged=False)
+    _ensemble(folder, kept=3)
     results = with_fidelity(load_results(folder))
     main = report_tables.dataset_table(results, "sine")
     assert main is not None and not any("ref." in h for h in main.header), main.header
-    assert "NOT CONVERGED" in main.caption and "Against the reference posterior" in main.caption
+    assert "HAS NO FLOOR (3 of 16 chains kept" in main.caption
+    assert "Against the reference posterior" in main.caption
     apart = report_tables.fidelity_table(results, "sine")
     assert apart is not None and "W2 to ref." in apart.header
     assert apart.caption.startswith(f"{NOT_RANKED.capitalize()}. The reference of split(s) 0")
     assert RANKING_NOTE not in apart.caption
     cells = [c for row in apart.rows for c in row]
     assert not any(isinstance(c, Strong) or TIE_MARK in str(c) for c in cells)
+    assert not any("the floor" in str(c) or INDISTINGUISHABLE in str(c) for c in cells)
 
 
 def test_without_a_reference_the_front_and_the_ranking_use_test_ll_and_cost(

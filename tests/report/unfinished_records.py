@@ -53,5 +53,5 @@ def write_ranked(root: Path, reference: dict[str, Any] | None = None) -> Path:
             )
     write_suite(root, cells)
     if reference is not None:
-        write_reference(root, "d", 0, None, converged=None, **reference)
+        write_reference(root, "d", 0, None, **reference)
     return root

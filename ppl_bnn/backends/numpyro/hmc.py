@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import HMC, MCMC, NUTS, init_to_uniform
 
@@ -15,6 +16,8 @@ from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.hamiltonian import MCMCOptions, no_finite_start, tree_depth
 from ppl_bnn.methods.nuts import NUTSOptions
+from ppl_bnn.methods.starts import ensemble_starts
+from ppl_bnn.model.program import site_transforms
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
 
@@ -40,16 +43,41 @@ _NUMPYRO_FIELDS = {
 }
 
 
+def _chain_method(options: MCMCOptions, num_chains: int) -> str:
+    """``options.chain_method``; ``"auto"``: in parallel where JAX has a host device per chain,
+    else one chain after another."""
+    if options.chain_method != "auto":
+        return options.chain_method
+    return "parallel" if 1 < num_chains <= jax.local_device_count() else "sequential"
+
+
+def _starts(
+    name: str, target: Target, options: MCMCOptions, seed: int
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The chains' unconstrained starting values (None: NumPyro's own start) and what making
+    them cost and gave (see :mod:`ppl_bnn.methods.starts`)."""
+    if options.init != "ensemble":
+        return None, {}
+    starts, info = ensemble_starts(name, target, options.num_chains, seed)
+    transforms = site_transforms(target.spec, ops.PPL_NUMPYRO)
+    unconstrained = {site: transforms[site].inv(jnp.asarray(v)) for site, v in starts.items()}
+    if info["num_starts"] == 1:  # one chain: NumPyro takes its values without a chain axis
+        unconstrained = {site: v[0] for site, v in unconstrained.items()}
+    return unconstrained, info
+
+
 def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput:
-    """NumPyro's ``MCMC`` with its NUTS or HMC kernel; chains in parallel on host devices."""
+    """NumPyro's ``MCMC`` with its NUTS or HMC kernel, chains started where ``options.init``
+    says and run as ``options.chain_method`` says."""
     x, y = target.x, target.y
-    parallel = 1 < options.num_chains <= jax.local_device_count()
-    chain_method = "parallel" if parallel else "sequential"
+    init_params, start_info = _starts(name, target, options, seed)
+    num_chains = start_info.get("num_starts", options.num_chains)
+    chain_method = _chain_method(options, num_chains)
     mcmc = MCMC(
         _kernel(target.program, options),
         num_warmup=options.num_warmup,
         num_samples=options.num_samples,
-        num_chains=options.num_chains,
+        num_chains=num_chains,
         chain_method=chain_method,
         progress_bar=False,
     )
@@ -59,10 +87,11 @@ def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput
     with CompileClock() as clock, ops.no_valid_start_as(lambda: no_finite_start(name, target)):
         start = now()
         if options.num_warmup > 0:
-            mcmc.warmup(key_warmup, x, y, extra_fields=fields)
+            mcmc.warmup(key_warmup, x, y, extra_fields=fields, init_params=init_params)
             jax.block_until_ready(mcmc.post_warmup_state)
+            init_params = None  # the run goes on from the warmed-up state
         warm = now()
-        mcmc.run(key_sample, x, y, extra_fields=fields)
+        mcmc.run(key_sample, x, y, extra_fields=fields, init_params=init_params)
         samples = jax.block_until_ready(mcmc.get_samples(group_by_chain=True))
         end = now()
     extra = mcmc.get_extra_fields(group_by_chain=True)
@@ -75,9 +104,10 @@ def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput
     compile_run = clock.compile_seconds(warm, end)
     timings = {
         "compile": compile_warm + compile_run,
-        "warmup": (warm - start) - compile_warm,
+        # The ensemble that the chains start from is part of their warm-up.
+        "warmup": (warm - start) - compile_warm + start_info.pop("start_seconds", 0.0),
         "sampling": (end - warm) - compile_run,
     }
-    info = {"chain_method": chain_method, "host_devices": jax.local_device_count()}
+    info = {"chain_method": chain_method, "host_devices": jax.local_device_count(), **start_info}
     draws = {k: np.asarray(v) for k, v in samples.items()}
     return RunOutput(draws=draws, timings=timings, sample_stats=stats, info=info)

@@ -1,0 +1,161 @@
+"""The reference posterior's floor against time and chains, per engine, from committed records.
+
+Samples the chain-ensemble reference (:mod:`ppl_bnn.reference`) of split 0 of each data set,
+with a suite's network, and records after every batch of chains how many ran and were kept, the
+seconds spent and the floor (W2 between two halves of the chains, standardised units; total
+variation for classification). One record per (data set, engine) goes to
+``benchmarks/results/reference/<dataset>-<engine>.json``; ``--write`` puts the table of every
+record into a page between its ``<!-- reference-floor -->`` and ``<!-- /reference-floor -->``
+lines, and ``tests/test_reference_floor.py`` fails when the two differ::
+
+    python benchmarks/reference_floor.py --data-dir ../shared/data --engine mclmc \\
+        --datasets bostonHousing,concrete,wine-quality-red,diabetes-csv
+    python benchmarks/reference_floor.py --write docs/benchmarks/reference.md
+
+``diabetes-csv`` is scikit-learn's diabetes table written to a CSV file and read through a
+suite's ``path`` (as a user's own file is); the other names are catalogue data sets. Measure on
+an idle machine: one data set at a time, nothing else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ppl_bnn import BNN, configure_runtime
+from ppl_bnn.bench.cell import merge_model, model_arguments
+from ppl_bnn.bench.environment import git_commit, machine_info, timestamp
+from ppl_bnn.bench.suite import load_suite, parse_suite
+from ppl_bnn.data import load_dataset
+from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference.sample import sample_reference
+from ppl_bnn.versions import library_versions
+
+RESULTS = Path(__file__).resolve().parent / "results" / "reference"
+MARKERS = ("<!-- reference-floor -->", "<!-- /reference-floor -->")
+#: The file-backed data set: scikit-learn's diabetes table as a CSV file.
+CSV_NAME = "diabetes-csv"
+
+
+def _csv_dataset(folder: Path) -> dict[str, Any]:
+    """The suite ``[[datasets]]`` table of :data:`CSV_NAME`, its file written into ``folder``."""
+    from sklearn.datasets import load_diabetes
+
+    path = folder / "diabetes.csv"
+    load_diabetes(as_frame=True).frame.to_csv(path, index=False)
+    return {"name": CSV_NAME, "path": str(path), "target": "target", "test_fraction": 0.1}
+
+
+def _data(name: str, suite: str, data_dir: str, folder: Path) -> tuple[Any, dict[str, Any]]:
+    """Split 0 of ``name`` and the BNN keywords of ``suite``'s network for it (the dataset's own
+    where the suite gives it one)."""
+    loaded = load_suite(suite)
+    entry = next((e for e in loaded.datasets if e.name == name and e.variant is None), None)
+    model = loaded.model if entry is None else merge_model(loaded.model, entry.model)
+    if name != CSV_NAME:
+        data = load_dataset(name, split=0, data_dir=data_dir)
+        return data, model_arguments(model, data)
+    table = {"name": "floor", "model": model, "datasets": [_csv_dataset(folder)],
+             "methods": {"map": {}}}  # fmt: skip
+    (cell,) = parse_suite(table, where="reference_floor").cells()
+    data = load_dataset(cell.dataset, split=0, data_dir=data_dir, **cell.data)
+    return data, model_arguments(model, data)
+
+
+def measure(name: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Sample ``name``'s reference with ``engine`` and return its record."""
+    with tempfile.TemporaryDirectory() as folder:
+        data, keywords = _data(name, args.suite, args.data_dir, Path(folder))
+    model = BNN(data.x_train, data.y_train, **keywords)
+    settings = ReferenceSettings(engine=engine, num_chains=args.num_chains,
+                                 max_seconds=args.max_seconds,
+                                 target_floor=args.target_floor)  # fmt: skip
+    result, assessment = sample_reference(model, data.x_test, settings)
+    weights = sum(site.size for site in model.spec.sites())
+    return {
+        "dataset": name,
+        "engine": engine,
+        "suite": args.suite,
+        "n_train": int(data.n_train),
+        "weights": weights,
+        "settings": settings.as_dict(),
+        "trace": result.info["trace"],
+        "stopped": result.info["stopped"],
+        "dropped": {str(k): v for k, v in assessment.dropped.items()},
+        "metrics": assessment.metrics(data.y_std if data.task == "regression" else 1.0),
+        "versions": library_versions(),
+        "machine": machine_info(),
+        "commit": git_commit(Path(__file__).resolve().parent),
+        "date": timestamp(),
+        "command": " ".join(["python", "benchmarks/reference_floor.py", *sys.argv[1:]]),
+    }
+
+
+def _floor(entry: dict[str, Any]) -> float:
+    return entry.get("ref_w2", entry.get("ref_tv", float("nan")))
+
+
+def table() -> str:
+    """The Markdown table of every record: per data set and engine, the floor after each
+    batch against its chains and seconds, and where it stopped."""
+    lines = [
+        "| data set | engine | weights x points | floor (chains kept / run, seconds) | stopped |",
+        "|---|---|---|---|---|",
+    ]
+    for path in sorted(RESULTS.glob("*.json")):
+        record = json.loads(path.read_text())
+        steps = "; ".join(
+            f"{_floor(e):.4f} ({e['kept']}/{e['chains']}, {e['seconds']:.0f} s)"
+            for e in record["trace"]
+        )
+        size = f"{record['weights']:,} x {record['n_train']:,}"
+        lines.append(
+            f"| {record['dataset']} | {record['engine']} | {size} | {steps} | {record['stopped']} |"
+        )
+    return "\n".join(lines)
+
+
+def write(page: Path) -> None:
+    """Put :func:`table` between the page's markers."""
+    text = page.read_text()
+    start, end = MARKERS
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{page} has no {start} ... {end} block")
+    page.write_text(pattern.sub(lambda _: f"{start}\n{table()}\n{end}", text))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--suite", default="uci", help="whose network (default: uci)")
+    parser.add_argument("--datasets", default="bostonHousing,concrete,wine-quality-red,"
+                        f"{CSV_NAME}")  # fmt: skip
+    parser.add_argument("--engine", default="mclmc", help="mclmc, nuts, or both: mclmc,nuts")
+    parser.add_argument("--num-chains", type=int, default=ReferenceSettings().num_chains)
+    parser.add_argument("--max-seconds", type=float, default=ReferenceSettings().max_seconds)
+    parser.add_argument("--target-floor", type=float, default=ReferenceSettings().target_floor)
+    parser.add_argument("--write", type=Path, default=None, help="only write the table here")
+    args = parser.parse_args()
+    if args.write is not None:
+        write(args.write)
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    configure_runtime(host_devices=1)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for name in args.datasets.split(","):
+        for engine in args.engine.split(","):
+            record = measure(name, engine, args)
+            path = RESULTS / f"{name}-{engine}.json"
+            path.write_text(json.dumps(record, indent=1) + "\n")
+            logging.info("%s: %s", path, record["stopped"])
+
+
+if __name__ == "__main__":
+    main()

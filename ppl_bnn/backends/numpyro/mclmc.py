@@ -1,0 +1,337 @@
+"""The ``mclmc`` driver on NumPyro: BlackJAX's MCLMC tuner and kernel on the model's log density
+over one flat unconstrained vector, chains vectorised (see :mod:`ppl_bnn.methods.mclmc`).
+
+Tuning and sampling are two compiled programs, each over every chain at once (``vmap``), so
+that they are timed apart. A chain that comes out *frozen* (:func:`frozen_reason`) is tuned and
+sampled once more from a starting step size :data:`RETUNE_FACTOR` times smaller, and dropped
+from the draws if it freezes again; ``info`` records both (``frozen_chains``,
+``dropped_chains``), and a fit whose every chain is dropped raises
+:class:`~ppl_bnn.methods.base.DivergedError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+import blackjax
+import jax
+import jax.numpy as jnp
+import numpy as np
+from blackjax.adaptation.mclmc_adaptation import MCLMCAdaptationState
+from jax import lax
+from jax.flatten_util import ravel_pytree
+
+from ppl_bnn.backends.numpyro import ops
+from ppl_bnn.backends.numpyro.programs import compiled
+from ppl_bnn.engine.contracts import Target
+from ppl_bnn.methods.base import DivergedError, RunOutput
+from ppl_bnn.methods.divergence import diverged
+from ppl_bnn.methods.mclmc import TUNING_FRACTIONS, MCLMCOptions
+from ppl_bnn.methods.starts import ensemble_starts
+from ppl_bnn.model.program import constrain, site_transforms
+from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.seeding import child_seed
+from ppl_bnn.timing import CompileClock, now
+
+logger = logging.getLogger(__name__)
+
+#: A chain whose tuned step size is below this share of the one its tuning started from (or not
+#: finite) is frozen. Healthy tuning ends far *above* its start (from 1e-3: 0.05 to 3 on small
+#: test networks, 0.7 to 1.4 on bostonHousing's 751 weights), while the tuner's collapse ends at
+#: zero: it averages xi / step_size**6, which overflows float32 once the step size nears 2e-8,
+#: and then returns exactly 0 (or it shrinks the step size by 0.8 per non-finite step: a
+#: millionth after some 60 in a row). A chain at a millionth of a 1e-3 start moves 1e-9 per
+#: step in preconditioned units, where the posterior has unit scale: no tuning ends there.
+FROZEN_STEP_RATIO = 1e-6
+#: A frozen chain is retuned once from its starting step size divided by this.
+RETUNE_FACTOR = 10.0
+
+
+class _Density(NamedTuple):
+    """The log density on one flat unconstrained vector and how to read that vector."""
+
+    log_density: Callable[..., Any]  # (flat, data) -> log density
+    unravel: Callable[[Any], dict[str, Any]]
+    transforms: dict[str, Any]
+    dim: int
+
+
+class _Chains(NamedTuple):
+    """What an attempt gives per chain, each array with the chains first."""
+
+    draws: dict[str, np.ndarray]  # site -> (chain, draw, *site_shape), constrained
+    stats: dict[str, np.ndarray]  # stat -> (chain, draw)
+    step_size: np.ndarray  # (chain,)
+    L: np.ndarray  # (chain,)
+    energy_var: np.ndarray  # (chain,): mean squared energy change / d, kept draws' steps
+
+
+def _density(spec: BNNSpec) -> _Density:
+    transforms = site_transforms(spec, ops.PPL_NUMPYRO)
+    log_joint = ops.log_joint(spec)
+    zeros = {site.name: jnp.zeros(site.shape, jnp.float32) for site in spec.sites()}
+    flat, unravel = ravel_pytree(zeros)
+
+    def log_density(flat: Any, data: tuple[Any, Any]) -> Any:
+        theta, log_det = constrain(transforms, unravel(flat))
+        return log_joint(theta, *data) + log_det
+
+    return _Density(log_density, unravel, transforms, int(flat.size))
+
+
+def _starts(
+    name: str, target: Target, options: MCLMCOptions, seed: int, density: _Density
+) -> tuple[jax.Array, dict[str, Any]]:
+    """The chains' flat unconstrained starts (chain, d) and what making them cost and gave:
+    U(-2, 2) per coordinate, or a deep ensemble's modes (:mod:`ppl_bnn.methods.starts`; as
+    many chains as members that did not diverge)."""
+    if options.init == "ensemble":
+        starts, info = ensemble_starts(name, target, options.num_chains, seed)
+        unconstrained = {
+            site: density.transforms[site].inv(jnp.asarray(v)) for site, v in starts.items()
+        }
+        return jax.vmap(lambda one: ravel_pytree(one)[0])(unconstrained), info
+    key = jax.random.PRNGKey(child_seed(seed, "mclmc_init"))
+    shape = (options.num_chains, density.dim)
+    return jax.random.uniform(key, shape, jnp.float32, minval=-2.0, maxval=2.0), {}
+
+
+def _programs(density: _Density, options: MCLMCOptions) -> tuple[Callable, Callable]:
+    """``tune(starts, keys, step_sizes, data) -> (states, params)`` and
+    ``sample(states, params, keys, data) -> (positions, lp, energy_change, reverted)``, each
+    over every chain at once."""
+    kernel = blackjax.mcmc.mclmc.build_kernel()
+    frac1, frac2, frac3 = TUNING_FRACTIONS
+
+    def tune(position, key, step_size, data):
+        logdensity = partial(density.log_density, data=data)
+        init_key, tune_key = jax.random.split(key)
+        state = blackjax.mcmc.mclmc.init(position, logdensity, init_key)
+        start = MCLMCAdaptationState(
+            L=jnp.sqrt(density.dim), step_size=step_size, inverse_mass_matrix=jnp.ones(density.dim)
+        )
+        state, params, _ = blackjax.mclmc_find_L_and_step_size(
+            mclmc_kernel=kernel, num_steps=options.num_warmup, state=state, rng_key=tune_key,
+            logdensity_fn=logdensity, frac_tune1=frac1, frac_tune2=frac2, frac_tune3=frac3,
+            desired_energy_var=options.desired_energy_var,
+            diagonal_preconditioning=options.diagonal_preconditioning, params=start,
+        )  # fmt: skip
+        return state, params
+
+    def sample(state, params, key, data):
+        logdensity = partial(density.log_density, data=data)
+
+        def step(state, key):
+            return kernel(
+                key, state, logdensity, params.inverse_mass_matrix, params.L, params.step_size
+            )
+
+        def block(state, key):  # ``thinning`` steps, keeping the last position
+            state, info = lax.scan(step, state, jax.random.split(key, options.thinning))
+            # BlackJAX reverts a step that is not finite (``nonans`` False): a divergence.
+            reverted = ~jnp.all(info.nonans)
+            return state, (state.position, state.logdensity, info.energy_change[-1], reverted)
+
+        _, kept = lax.scan(block, state, jax.random.split(key, options.num_samples))
+        return kept
+
+    in_axes = (0, 0, 0, None)
+    return jax.vmap(tune, in_axes=in_axes), jax.vmap(sample, in_axes=in_axes)
+
+
+def frozen_reason(
+    start_step_size: float,
+    step_size: float,
+    inverse_mass: np.ndarray,
+    tuned: np.ndarray,
+    positions: np.ndarray,
+    finite: bool,
+) -> str | None:
+    """Why one chain is frozen, or None: its tuned step size fell below
+    :data:`FROZEN_STEP_RATIO` times its start (or is not finite), its preconditioner holds a
+    variance that is not positive and finite, its draws are not all finite, or its kept
+    positions (draw, d) never left the tuned one ``tuned`` (d,)."""
+    if not np.isfinite(step_size) or step_size < FROZEN_STEP_RATIO * start_step_size:
+        return f"its tuned step size fell to {step_size:.3g} from {start_step_size:g}"
+    if not np.all(np.isfinite(inverse_mass) & (inverse_mass > 0)):
+        return "the tuned preconditioner has a variance that is zero or not finite"
+    if not finite:
+        return "its draws are not finite"
+    if np.all(positions == tuned):
+        return "its draws do not move"
+    return None
+
+
+class _Runner:
+    """Tunes and samples chains with the compiled programs, timing each phase apart from the
+    compilation it triggers."""
+
+    def __init__(
+        self, target: Target, options: MCLMCOptions, density: _Density, clock: CompileClock
+    ) -> None:
+        self.spec, self.options, self.density, self.clock = target.spec, options, density, clock
+        self.data = (target.x, target.y)
+        self.tune_fn, self.sample_fn = _programs(density, options)
+        self.seconds = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0}
+
+    def _timed(self, phase: str, run: Callable[[], Any]) -> Any:
+        start = now()
+        out = jax.block_until_ready(run())
+        end = now()
+        compile_s = self.clock.compile_seconds(start, end)
+        self.seconds["compile"] += compile_s
+        self.seconds[phase] += end - start - compile_s
+        return out
+
+    def _call(self, phase: str, name: str, fn: Callable, *args: Any) -> Any:
+        """``fn(*args, data)`` compiled once per process for these options and shapes."""
+        o = self.options
+        sizes = (o.num_warmup, o.desired_energy_var, o.diagonal_preconditioning)
+        key = ("mclmc", name, self.spec, *sizes, o.num_samples, o.thinning)
+        return self._timed(phase, lambda: compiled(key, fn, *args, self.data)(*args, self.data))
+
+    def tune(self, starts: Any, keys: Any, step_size: float) -> tuple[Any, Any]:
+        """Per chain, the tuned state and ``MCLMCAdaptationState``."""
+        step_sizes = jnp.full((starts.shape[0],), step_size, jnp.float32)
+        return self._call("warmup", "tune", self.tune_fn, starts, keys, step_sizes)
+
+    def sample(self, state: Any, params: Any, keys: Any) -> tuple[Any, ...]:
+        """Per chain and kept draw: position, log density, energy change, reverted step."""
+        return self._call("sampling", "sample", self.sample_fn, state, params, keys)
+
+    def constrain(self, positions: Any) -> dict[str, np.ndarray]:
+        """Site values (chain, draw, *site_shape) of flat positions (chain, draw, d)."""
+        density = self.density
+
+        def one(flat):
+            return constrain(density.transforms, density.unravel(flat))[0]
+
+        fn = jax.vmap(jax.vmap(one))
+        theta = self._timed(
+            "sampling",
+            lambda: compiled(("mclmc", "constrain", self.spec), fn, positions)(positions),
+        )
+        return {site: np.asarray(v) for site, v in theta.items()}
+
+    def attempt(
+        self, starts: Any, step_size: float, tune_keys: Any, sample_keys: Any
+    ) -> tuple[_Chains, list[str | None]]:
+        """Tune and sample the chains started at ``starts`` (chain, d); the chains and why
+        each is frozen (None: it is not)."""
+        state, params = self.tune(starts, tune_keys, step_size)
+        positions, lp, energy_change, reverted = self.sample(state, params, sample_keys)
+        draws = self.constrain(positions)
+        reasons = _reasons(step_size, params, state, positions, draws)
+        step_sizes = np.asarray(params.step_size)
+        energy_change = np.asarray(energy_change)
+        stats = {
+            "lp": np.asarray(lp),
+            "energy_change": energy_change,
+            "diverging": np.asarray(reverted),
+            "step_size": np.repeat(step_sizes[:, None], energy_change.shape[1], axis=1),
+        }
+        # The energy error's variance per dimension (its mean is about 0), from the last step
+        # of each kept draw; on BNNs a few large errors can dominate it, where the tuner's own
+        # estimate weighs them down.
+        energy_var = np.mean(np.square(energy_change), axis=1) / self.density.dim
+        chains = _Chains(draws, stats, step_sizes, np.asarray(params.L), energy_var)
+        return chains, reasons
+
+
+def _reasons(
+    start_step_size: float, params: Any, state: Any, positions: Any, draws: dict[str, np.ndarray]
+) -> list[str | None]:
+    """:func:`frozen_reason` of each chain, from its tuned ``params`` and ``state``."""
+    step_sizes, inverse_mass = np.asarray(params.step_size), np.asarray(params.inverse_mass_matrix)
+    tuned = np.asarray(state.position)
+    positions = np.asarray(positions)
+    num_chains = len(tuned)
+    finite = np.all([np.isfinite(v).reshape(num_chains, -1).all(1) for v in draws.values()], 0)
+    return [
+        frozen_reason(
+            start_step_size, step_sizes[c], inverse_mass[c], tuned[c], positions[c], finite[c]
+        )
+        for c in range(num_chains)
+    ]
+
+
+def _keys(seed: int, purpose: str, num_chains: int) -> jax.Array:
+    """One key per chain, the same for chain ``c`` whichever chains run."""
+    return jax.random.split(jax.random.PRNGKey(child_seed(seed, purpose)), num_chains)
+
+
+def _replace_chains(chains: _Chains, rows: np.ndarray, new: _Chains) -> _Chains:
+    """``chains`` with the chains ``rows`` replaced by ``new``'s."""
+
+    def put(old: np.ndarray, values: np.ndarray) -> np.ndarray:
+        out = old.copy()
+        out[rows] = values
+        return out
+
+    return jax.tree.map(put, chains, new)
+
+
+def _all_frozen(name: str, target: Target, options: MCLMCOptions) -> DivergedError:
+    return diverged(
+        name,
+        "the step-size tuner froze every chain (its step size fell to zero, or the chain's "
+        f"draws did not move or were not finite), also when retuned from a {RETUNE_FACTOR:g} "
+        "times smaller start",
+        target.model,
+        step_option=("step_size", options.step_size),
+        context="(try init='ensemble' too: chains started at posterior modes)",
+    )
+
+
+def _tune_and_sample(
+    name: str, target: Target, options: MCLMCOptions, seed: int, runner: _Runner, starts: Any
+) -> tuple[_Chains, dict[str, Any]]:
+    """Every chain tuned and sampled, a frozen one once more from a smaller start; the chains
+    kept and what froze (``frozen_chains``, ``dropped_chains``)."""
+    n = starts.shape[0]
+    chains, reasons = runner.attempt(
+        starts, options.step_size, _keys(seed, "mclmc_tune", n), _keys(seed, "mclmc_sample", n)
+    )
+    frozen = [c for c, why in enumerate(reasons) if why is not None]
+    dropped: list[dict[str, Any]] = []
+    if frozen:
+        for c in frozen:
+            logger.warning("%s: chain %d froze (%s); retuning it", name, c, reasons[c])
+        rows = np.asarray(frozen)
+        retuned, again = runner.attempt(
+            starts[rows], options.step_size / RETUNE_FACTOR,
+            _keys(seed, "mclmc_retune", n)[rows], _keys(seed, "mclmc_resample", n)[rows],
+        )  # fmt: skip
+        chains = _replace_chains(chains, rows, retuned)
+        dropped = [{"chain": c, "reason": why} for c, why in zip(frozen, again, strict=True) if why]
+        for entry in dropped:
+            logger.warning("%s: dropping chain %d: %s", name, entry["chain"], entry["reason"])
+    kept = np.asarray([c for c in range(n) if c not in {d["chain"] for d in dropped}], int)
+    if kept.size == 0:
+        raise _all_frozen(name, target, options)
+    info = {"frozen_chains": frozen, "dropped_chains": dropped}
+    return jax.tree.map(lambda a: a[kept], chains), info
+
+
+def run(name: str, target: Target, options: MCLMCOptions, seed: int) -> RunOutput:
+    """Tune and run MCLMC on every chain at once, from the starts ``options.init`` says."""
+    density = _density(target.spec)
+    starts, start_info = _starts(name, target, options, seed, density)
+    with CompileClock() as clock:
+        runner = _Runner(target, options, density, clock)
+        chains, frozen_info = _tune_and_sample(name, target, options, seed, runner, starts)
+    timings = dict(runner.seconds)
+    # The ensemble that the chains start from is part of their warm-up.
+    timings["warmup"] += start_info.pop("start_seconds", 0.0)
+    info = {
+        "chain_method": "vectorized",
+        "step_size": chains.step_size.astype(float).tolist(),
+        "L": chains.L.astype(float).tolist(),
+        "energy_var": chains.energy_var.astype(float).tolist(),
+        **frozen_info,
+        **start_info,
+    }
+    return RunOutput(draws=chains.draws, timings=timings, sample_stats=chains.stats, info=info)

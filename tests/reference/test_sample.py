@@ -1,0 +1,73 @@
+"""Sampling a chain-ensemble reference: the batches, why they stop, and what a reference of a
+network with a symmetric weight posterior shows (weight-space R-hat far from 1, a small floor)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppl_bnn import BNN
+from ppl_bnn.files import import_arviz
+from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference.sample import join_chains, keep_chains, sample_reference
+
+pytestmark = pytest.mark.runtime(60)  # seconds on 2 cores: started first (tests/conftest.py)
+
+#: Short NUTS chains: the point is the ensemble, not the length of each chain.
+SHORT = {"engine": "nuts", "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5}
+X_TEST = np.linspace(-1, 1, 20)[:, None]
+
+
+@pytest.fixture(scope="module")
+def model() -> BNN:
+    """One tanh unit: flipping the signs of its input weight, bias and output weight gives the
+    same function, so the weight posterior has two mirror-image modes."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(40, 1))
+    return BNN(x, np.tanh(2 * x[:, 0]) + 0.05 * rng.normal(size=40), hidden=(1,),
+               activation="tanh", noise="learned")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sampled(model: BNN) -> tuple:
+    settings = ReferenceSettings(num_chains=8, chains_per_batch=4, target_floor=1e-9, **SHORT)
+    return sample_reference(model, X_TEST, settings)
+
+
+def test_weight_space_rhat_is_far_from_one_while_the_floor_is_small(sampled: tuple) -> None:
+    result, assessment = sampled
+    az = import_arviz()
+    w0 = result.draws["w0"][..., 0, 0]  # (chain, draw): the input weight's sign is each mode's
+    assert (w0.mean(axis=1) > 0).any() and (w0.mean(axis=1) < 0).any()
+    weight_rhat = float(az.rhat(az.convert_to_dataset({"w": w0}))["w"])
+    assert weight_rhat > 1.2  # the chains sit in mirror-image modes ...
+    found = assessment.metrics()
+    assert found["rhat_across"] < 1.05  # ... that give the same functions,
+    assert found["floor_w2_std"] < 0.01  # and the halves of the ensemble agree.
+
+
+def test_batches_run_until_the_chains_are_spent_and_say_why(sampled: tuple) -> None:
+    result, assessment = sampled
+    assert result.info["stopped"] == "ran 8 of at most 8 chains"
+    trace = result.info["trace"]
+    assert [t["chains"] for t in trace] == [4, 8] and trace[0]["seconds"] < trace[1]["seconds"]
+    assert all(t["ref_w2"] > 0 for t in trace)
+    assert result.num_chains == len(assessment.kept) == 8 and not assessment.dropped
+    assert result.info["chains"]["floor"] == assessment.floor
+
+
+def test_a_reached_target_floor_stops_after_one_batch(model: BNN) -> None:
+    settings = ReferenceSettings(num_chains=8, chains_per_batch=4, target_floor=1.0, **SHORT)
+    result, _ = sample_reference(model, X_TEST, settings)
+    assert result.info["stopped"] == "reached the target floor" and result.num_chains == 4
+
+
+def test_chains_are_joined_and_kept_by_index(sampled: tuple) -> None:
+    result, _ = sampled
+    halves = [keep_chains(result, [0, 1]), keep_chains(result, [5])]
+    joined = join_chains(halves)
+    assert joined.num_chains == 3 and joined.options["num_chains"] == 3
+    np.testing.assert_array_equal(joined.draws["w0"][2], result.draws["w0"][5])
+    np.testing.assert_array_equal(joined.log_likelihood[1], result.log_likelihood[1])
+    assert joined.timings["total"] == pytest.approx(2 * result.timings["total"])
+    assert len(joined.info["batches"]) == 2
