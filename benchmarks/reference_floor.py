@@ -12,6 +12,8 @@ lines, and ``tests/test_reference_floor.py`` fails when the two differ::
         --datasets bostonHousing,concrete,wine-quality-red,diabetes-csv
     python benchmarks/reference_floor.py --write docs/benchmarks/reference.md
 
+``--from-results <results folder>`` takes instead the split-0 references that a benchmark run
+computed (``nox -s bench -- --suite uci ...``), with that run's commit and command.
 ``diabetes-csv`` is scikit-learn's diabetes table written to a CSV file and read through a
 suite's ``path`` (as a user's own file is); the other names are catalogue data sets. Measure on
 an idle machine: one data set at a time, nothing else running.
@@ -41,6 +43,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "reference"
 MARKERS = ("<!-- reference-floor -->", "<!-- /reference-floor -->")
 #: The file-backed data set: scikit-learn's diabetes table as a CSV file.
 CSV_NAME = "diabetes-csv"
+#: A reference cell's metrics that describe its chains (with every ``floor_*``).
+FLOOR_METRICS = ("chains_run", "chains_kept", "rhat_across", "rhat_within_median",
+                 "ess_within_median")  # fmt: skip
 
 
 def _csv_dataset(folder: Path) -> dict[str, Any]:
@@ -97,6 +102,47 @@ def measure(name: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def from_results(folder: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The records of the split-0 references a benchmark run computed in ``folder`` (its
+    ``references/<dataset>-split0/record.json``; ``run.json`` names the commit and command),
+    for the data sets in ``args.datasets`` that it holds."""
+    run = json.loads((folder / "run.json").read_text())
+    records = []
+    for name in args.datasets.split(","):
+        path = folder / "references" / f"{name}-split0" / "record.json"
+        if not path.exists():
+            continue
+        cell = json.loads(path.read_text())
+        if cell["status"] != "ok":
+            raise SystemExit(f"{path}: the reference did not finish ({cell['status']})")
+        with tempfile.TemporaryDirectory() as scratch:
+            data, keywords = _data(name, args.suite, args.data_dir, Path(scratch))
+        model = BNN(data.x_train, data.y_train, **keywords)
+        settings = cell["config"]["reference"]
+        metrics = {k: v for k, v in cell["metrics"].items()
+                   if k in FLOOR_METRICS or k.startswith("floor_")}  # fmt: skip
+        records.append(
+            {
+                "dataset": name,
+                "engine": settings["engine"],
+                "suite": cell["suite"],
+                "n_train": int(cell["n_train"]),
+                "weights": sum(site.size for site in model.spec.sites()),
+                "settings": settings,
+                "trace": cell["info"]["trace"],
+                "stopped": cell["info"]["stopped"],
+                "dropped": cell["info"]["chains"]["dropped"],
+                "metrics": metrics,
+                "versions": cell["versions"],
+                "machine": cell["machine"],
+                "commit": run["environment"]["git_commit"],
+                "date": cell["finished_at"],
+                "command": run["command"],
+            }
+        )
+    return records
+
+
 def _floor(entry: dict[str, Any]) -> float:
     return entry.get("ref_w2", entry.get("ref_tv", float("nan")))
 
@@ -142,6 +188,9 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=ReferenceSettings().max_seconds)
     parser.add_argument("--target-floor", type=float, default=ReferenceSettings().target_floor)
     parser.add_argument("--write", type=Path, default=None, help="only write the table here")
+    parser.add_argument("--from-results", type=Path, default=None,
+                        help="take the references a benchmark run computed in this results "
+                             "folder instead of sampling them")  # fmt: skip
     args = parser.parse_args()
     if args.write is not None:
         write(args.write)
@@ -149,12 +198,15 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     configure_runtime(host_devices=1)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    for name in args.datasets.split(","):
-        for engine in args.engine.split(","):
-            record = measure(name, engine, args)
-            path = RESULTS / f"{name}-{engine}.json"
-            path.write_text(json.dumps(record, indent=1) + "\n")
-            logging.info("%s: %s", path, record["stopped"])
+    if args.from_results is not None:
+        records = from_results(args.from_results, args)
+    else:
+        records = (measure(name, engine, args) for name in args.datasets.split(",")
+                   for engine in args.engine.split(","))  # fmt: skip
+    for record in records:
+        path = RESULTS / f"{record['dataset']}-{record['engine']}.json"
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        logging.info("%s: %s", path, record["stopped"])
 
 
 if __name__ == "__main__":

@@ -360,8 +360,8 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
                         "standardised units")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3, help="seeds per method (default 3)")
     parser.add_argument("--reference", choices=["auto", "yes", "no"], default="auto",
-                        help="a NUTS reference posterior (auto: where the network is small "
-                        "enough)")  # fmt: skip
+                        help="a reference posterior, a chain ensemble (auto: where the network "
+                        "is small enough)")  # fmt: skip
     parser.add_argument("--tune", choices=["auto", "no"], default="auto",
                         help="auto: tune MC dropout's rate on a validation split")  # fmt: skip
     parser.add_argument("--jobs", type=_jobs, default=None, help="cells at once (default: cores)")

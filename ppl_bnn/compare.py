@@ -49,8 +49,9 @@ logger = logging.getLogger(__name__)
 #: The contestants without ``methods=``: the baselines the field compares against (MAP, the
 #: GGN Laplace, a deep ensemble, MC dropout, SWAG), mean-field VI, SGLD and NUTS.
 DEFAULT_METHODS = ("nuts", "sgld", "svi", "map", "laplace", "ensemble", "swag", "mcdropout")
-#: ``reference="auto"`` samples a reference posterior where NUTS can afford it: at most this
-#: many weights ...
+#: ``reference="auto"`` samples a reference posterior where its chain ensemble resolves within
+#: its budget (wine-quality-red's 937k weights x points take about 2 minutes a batch of 16 MCLMC
+#: chains on 2 cores, docs/benchmarks/reference.md): at most this many weights ...
 AUTO_REFERENCE_WEIGHTS = 2_000
 #: ... and at most this many (weights x training points), a gradient's cost.
 AUTO_REFERENCE_WORK = 1_000_000
@@ -189,7 +190,7 @@ def _reference_table(
         # The dataset's reference job is then infeasible, and the Summary says why.
         return {}, (
             f"{weights:,} weights and {n_train:,} training points: beyond what "
-            f'reference="auto" samples with NUTS (at most {AUTO_REFERENCE_WEIGHTS:,} weights '
+            f'reference="auto" samples (at most {AUTO_REFERENCE_WEIGHTS:,} weights '
             f"and {AUTO_REFERENCE_WORK:,} weights x points); pass reference=True to sample one"
         )
     return {}, None

@@ -1,6 +1,6 @@
 """Gold-standard reference posteriors: their settings, cache key, gate and record.
 
-A reference is a chain ensemble (:mod:`ppl_bnn.reference.sample`): by default up to 64 MCLMC
+A reference is a chain ensemble (:mod:`ppl_bnn.reference.sample`): by default up to 256 MCLMC
 chains on NumPyro, each started at its own member of a deep ensemble, sampled in batches until
 its floor is fine enough or its budget is spent (:class:`ReferenceSettings`). BNN posteriors
 have many modes and no chain crosses between them, so R-hat across chains never approaches 1
@@ -123,7 +123,7 @@ ENGINES: tuple[str, ...] = ("mclmc", "nuts")
 #: options only it reads: MCLMC keeps every ``thinning``-th of its steps (cheap ones, one
 #: gradient each); NUTS's draws each cost up to ``2**max_tree_depth - 1`` gradients.
 ENGINE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "mclmc": {"num_warmup": 2000, "num_samples": 500, "thinning": 8},
+    "mclmc": {"num_warmup": 2000, "num_samples": 100, "thinning": 20},
     "nuts": {"num_warmup": 500, "num_samples": 500, "max_tree_depth": 8, "target_accept": 0.8},
 }
 
@@ -147,7 +147,8 @@ class ReferenceSettings:
         target_floor: The floor to reach: W2 in the model's (standardised) units for
             regression, total variation for classification.
         max_seconds: The sampling budget.
-        num_warmup, num_samples: Per chain; None: the engine's default (:data:`ENGINE_DEFAULTS`).
+        num_warmup, num_samples: Per chain; None: the engine's default (:data:`ENGINE_DEFAULTS`,
+            filled in when the settings are made).
         thinning: MCLMC's steps per kept draw (None: its default).
         max_tree_depth, target_accept: NUTS's (None: its defaults).
         seed: The reference's seed (each batch a child seed of it).
@@ -155,7 +156,7 @@ class ReferenceSettings:
     """
 
     engine: str = "mclmc"
-    num_chains: int = 64
+    num_chains: int = 256
     chains_per_batch: int | None = None
     target_floor: float = 0.01
     max_seconds: float = 600.0
@@ -177,6 +178,10 @@ class ReferenceSettings:
                 f"{', '.join(unread)} {'is' if len(unread) == 1 else 'are'} not read by the "
                 f"{self.engine} engine; drop {'it' if len(unread) == 1 else 'them'}"
             )
+        # Resolved here, so that a change of the defaults changes every cache key.
+        for name, default in ENGINE_DEFAULTS[self.engine].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)
         if self.chains_per_batch is None:
             object.__setattr__(self, "chains_per_batch", min(CHAINS_PER_BATCH, self.num_chains))
         if not 0 < self.chains_per_batch <= self.num_chains:
@@ -190,8 +195,7 @@ class ReferenceSettings:
 
     def engine_options(self) -> dict[str, Any]:
         """The options of one batch's ``fit(model, engine, backend="numpyro", ...)``."""
-        options = dict(ENGINE_DEFAULTS[self.engine])
-        options.update({k: getattr(self, k) for k in options if getattr(self, k) is not None})
+        options = {k: getattr(self, k) for k in ENGINE_DEFAULTS[self.engine]}
         options.update(num_chains=self.chains_per_batch, init="ensemble")
         if self.engine == "nuts":
             options["chain_method"] = "vectorized"

@@ -225,9 +225,51 @@ def _step_sizes(result: FitResult) -> np.ndarray | None:
     return None
 
 
-def assess_chains(result: FitResult, x_test: np.ndarray, *, seed: int = 0) -> ChainAssessment:
-    """Judge ``result``'s chains (see the module docstring) from its predictive at ``x_test``
-    and its training log-likelihood; the floor is in the model's units."""
+@dataclass(frozen=True)
+class ChainSummary:
+    """What the assessment needs of some chains, computed once per batch and joined across
+    batches (so adding a batch never recomputes the earlier ones).
+
+    Attributes:
+        draws: The predictive at the test inputs, (chain, draw, point): the mean for a
+            regression fit, class probabilities (chain, draw, point, class) otherwise.
+        sigma: A regression fit's noise std, (chain, draw); None for classification.
+        dropped: Chain -> why it is dropped (:func:`stuck_chains`).
+        per_chain: :func:`per_chain_diagnostics` of the chains.
+    """
+
+    draws: np.ndarray
+    sigma: np.ndarray | None
+    dropped: dict[int, str]
+    per_chain: dict[str, list[float]]
+
+    @property
+    def num_chains(self) -> int:
+        return int(self.draws.shape[0])
+
+    @classmethod
+    def join(cls, parts: list[ChainSummary]) -> ChainSummary:
+        """The chains of ``parts`` in order, as one summary."""
+        offsets = np.cumsum([0, *(part.num_chains for part in parts)])[:-1]
+        sigmas = [part.sigma for part in parts]
+        dropped = {
+            int(chain + offset): why
+            for part, offset in zip(parts, offsets, strict=True)
+            for chain, why in part.dropped.items()
+        }
+        per_chain = {key: [v for part in parts for v in part.per_chain[key]]
+                     for key in parts[0].per_chain}  # fmt: skip
+        return cls(
+            draws=np.concatenate([part.draws for part in parts]),
+            sigma=None if sigmas[0] is None else np.concatenate(sigmas),
+            dropped=dropped,
+            per_chain=per_chain,
+        )
+
+
+def summarise_chains(result: FitResult, x_test: np.ndarray) -> ChainSummary:
+    """``result``'s chains at ``x_test``: their predictive, the stuck ones (against the
+    constant predictor of its training targets) and their per-chain diagnostics."""
     pred = result.predict(x_test)
     num_chains, num_draws = result.num_chains, result.num_draws
     per_draw = pred.draws.reshape(num_chains, num_draws, *pred.draws.shape[1:])
@@ -236,24 +278,43 @@ def assess_chains(result: FitResult, x_test: np.ndarray, *, seed: int = 0) -> Ch
         axis=1
     )
     spec = result.spec
-    if spec.likelihood == "gaussian":
-        baseline = metrics.constant_log_likelihood(result.observed, result.observed)
-    else:
-        baseline = metrics.constant_log_likelihood(
-            result.observed, result.observed, num_classes=spec.num_classes
-        )
-    dropped = stuck_chains(_step_sizes(result), finite, train_ll, baseline)
-    kept = [c for c in range(num_chains) if c not in dropped]
-    predictive = per_draw if spec.likelihood == "gaussian" else per_draw.max(axis=-1)
-    assessment = ChainAssessment(num_chains, kept, dropped)
-    assessment.per_chain = per_chain_diagnostics(predictive, train_ll)
+    regression = spec.likelihood == "gaussian"
+    classes = {} if regression else {"num_classes": spec.num_classes}
+    baseline = metrics.constant_log_likelihood(result.observed, result.observed, **classes)
+    sigma = None
+    if regression:
+        sigma = np.broadcast_to(pred.noise_std, (num_chains * num_draws,))
+        sigma = sigma.reshape(num_chains, num_draws)
+    return ChainSummary(
+        draws=per_draw,
+        sigma=sigma,
+        dropped=stuck_chains(_step_sizes(result), finite, train_ll, baseline),
+        per_chain=per_chain_diagnostics(
+            per_draw if regression else per_draw.max(axis=-1), train_ll
+        ),
+    )
+
+
+def assess_summary(summary: ChainSummary, *, seed: int = 0) -> ChainAssessment:
+    """Judge the chains of ``summary`` (see the module docstring): the floor is in the model's
+    units."""
+    num_chains = summary.num_chains
+    kept = [c for c in range(num_chains) if c not in summary.dropped]
+    assessment = ChainAssessment(num_chains, kept, dict(summary.dropped))
+    assessment.per_chain = summary.per_chain
+    regression = summary.sigma is not None
+    predictive = summary.draws if regression else summary.draws.max(axis=-1)
     if len(kept) >= 2:
         assessment.rhat_across = metrics.prediction_diagnostics(predictive[kept])["rhat_max"]
-    if spec.likelihood == "gaussian":
-        sigma = np.broadcast_to(pred.noise_std, (num_chains * num_draws,))
-        assessment.floor, assessment.floor_random = floors(
-            kept, f=per_draw, sigma=sigma.reshape(num_chains, num_draws), seed=seed
-        )
+    if regression:
+        found = floors(kept, f=summary.draws, sigma=summary.sigma, seed=seed)
     else:
-        assessment.floor, assessment.floor_random = floors(kept, probs=per_draw, seed=seed)
+        found = floors(kept, probs=summary.draws, seed=seed)
+    assessment.floor, assessment.floor_random = found
     return assessment
+
+
+def assess_chains(result: FitResult, x_test: np.ndarray, *, seed: int = 0) -> ChainAssessment:
+    """Judge ``result``'s chains (see the module docstring) from its predictive at ``x_test``
+    and its training log-likelihood; the floor is in the model's units."""
+    return assess_summary(summarise_chains(result, x_test), seed=seed)

@@ -4,8 +4,9 @@ floor is fine enough, its chains many enough or its time spent (see
 
 Each batch is one ``fit(model, engine, backend="numpyro", init="ensemble", ...)`` with a child
 seed of the reference's, so its chains start at the members of a deep ensemble of their own.
-The batches' chains are joined into one result, judged chain by chain
-(:func:`~ppl_bnn.reference.chains.assess_chains`), and the stuck ones are dropped: what comes
+Each batch is summarised once (:func:`~ppl_bnn.reference.chains.summarise_chains`), the
+summaries joined and judged chain by chain after every batch, and at the end the batches'
+chains are joined into one result and the stuck ones dropped: what comes
 back holds the kept chains only, and the assessment says which were dropped and why.
 """
 
@@ -19,7 +20,12 @@ import numpy as np
 from ppl_bnn.fit import fit
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.reference import ReferenceSettings
-from ppl_bnn.reference.chains import ChainAssessment, assess_chains
+from ppl_bnn.reference.chains import (
+    ChainAssessment,
+    ChainSummary,
+    assess_summary,
+    summarise_chains,
+)
 from ppl_bnn.results import FitResult
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
@@ -73,29 +79,32 @@ def sample_reference(
     the model's units) and ``chains`` (the assessment)."""
     began = now()
     batches: list[FitResult] = []
+    summaries: list[ChainSummary] = []
     trace: list[dict[str, float]] = []
     while True:
         seed = child_seed(settings.seed, f"reference_batch{len(batches)}")
         batches.append(fit(model, settings.engine, backend="numpyro", seed=seed,
                            **settings.engine_options()))  # fmt: skip
-        joined = join_chains(batches)
-        assessment = assess_chains(joined, x_test, seed=settings.seed)
+        summaries.append(summarise_chains(batches[-1], x_test))
+        assessment = assess_summary(ChainSummary.join(summaries), seed=settings.seed)
         elapsed = now() - began
-        per_batch = elapsed / len(batches)
-        trace.append({"chains": joined.num_chains, "kept": len(assessment.kept),
+        # The last batch's time predicts the next one's (the first's includes compiling).
+        per_batch = elapsed - (trace[-1]["seconds"] if trace else 0.0)
+        trace.append({"chains": assessment.num_chains, "kept": len(assessment.kept),
                       "seconds": elapsed, **assessment.floor})  # fmt: skip
-        logger.info("reference: %d chains (%d kept) in %.0f s, floor %s", joined.num_chains,
-                    len(assessment.kept), elapsed, assessment.floor)  # fmt: skip
+        logger.info("reference: %d chains (%d kept) in %.0f s, floor %s",
+                    assessment.num_chains, len(assessment.kept), elapsed,
+                    assessment.floor)  # fmt: skip
         if assessment.has_floor and _floor_value(assessment) <= settings.target_floor:
             stopped = "reached the target floor"
-        elif joined.num_chains + settings.chains_per_batch > settings.num_chains:
-            stopped = f"ran {joined.num_chains} of at most {settings.num_chains} chains"
+        elif assessment.num_chains + settings.chains_per_batch > settings.num_chains:
+            stopped = f"ran {assessment.num_chains} of at most {settings.num_chains} chains"
         elif elapsed + per_batch > settings.max_seconds:
             stopped = f"another batch would end after the {settings.max_seconds:g} s budget"
         else:
             continue
         break
-    kept = keep_chains(joined, assessment.kept)
+    kept = keep_chains(join_chains(batches), assessment.kept)
     kept.info.update(
         stopped=stopped, sampling_seconds=elapsed, trace=trace, chains=assessment.to_dict()
     )

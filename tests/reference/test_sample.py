@@ -3,12 +3,15 @@ network with a symmetric weight posterior shows (weight-space R-hat far from 1, 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from ppl_bnn import BNN
 from ppl_bnn.files import import_arviz
 from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference.chains import ChainSummary, assess_chains, assess_summary, summarise_chains
 from ppl_bnn.reference.sample import join_chains, keep_chains, sample_reference
 
 pytestmark = pytest.mark.runtime(60)  # seconds on 2 cores: started first (tests/conftest.py)
@@ -71,3 +74,22 @@ def test_chains_are_joined_and_kept_by_index(sampled: tuple) -> None:
     np.testing.assert_array_equal(joined.log_likelihood[1], result.log_likelihood[1])
     assert joined.timings["total"] == pytest.approx(2 * result.timings["total"])
     assert len(joined.info["batches"]) == 2
+
+
+def test_batches_summarised_apart_and_joined_judge_as_the_joined_chains(sampled: tuple) -> None:
+    result, _ = sampled
+    parts = [keep_chains(result, [0, 1, 2]), keep_chains(result, [3, 4, 5, 6, 7])]
+    joined = assess_summary(ChainSummary.join([summarise_chains(p, X_TEST) for p in parts]))
+    whole = assess_chains(result, X_TEST)
+    assert joined.floor == whole.floor and joined.floor_random == whole.floor_random
+    assert joined.kept == whole.kept and joined.per_chain == whole.per_chain
+    assert joined.rhat_across == pytest.approx(whole.rhat_across)
+
+
+def test_chains_dropped_in_a_later_batch_keep_their_place_in_the_ensemble(sampled: tuple) -> None:
+    result, _ = sampled
+    first, second = summarise_chains(result, X_TEST), summarise_chains(result, X_TEST)
+    stuck = dataclasses.replace(second, dropped={1: "frozen: step size 0 (median 0.1)"})
+    assessment = assess_summary(ChainSummary.join([first, stuck]))
+    assert assessment.dropped == {9: "frozen: step size 0 (median 0.1)"}
+    assert assessment.num_chains == 16 and 9 not in assessment.kept and len(assessment.kept) == 15

@@ -282,7 +282,11 @@ def _all_frozen(name: str, target: Target, options: MCLMCOptions) -> DivergedErr
         "times smaller start",
         target.model,
         step_option=("step_size", options.step_size),
-        context="(try init='ensemble' too: chains started at posterior modes)",
+        context=(
+            "(try a longer warm-up, num_warmup)"
+            if options.init == "ensemble"
+            else "(try init='ensemble' too: chains started at posterior modes)"
+        ),
     )
 
 
