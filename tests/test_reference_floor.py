@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import itertools
 import json
@@ -44,3 +45,34 @@ def test_every_record_holds_its_trace_settings_and_provenance() -> None:
         assert record["settings"]["engine"] == record["engine"]
         assert record["command"].startswith(("python benchmarks/reference_floor.py", "nox"))
         assert record["commit"] and record["versions"]["numpyro"]
+
+
+def test_a_runs_reference_becomes_a_record_with_the_runs_commit_and_command(
+    tmp_path: Path,
+) -> None:
+    """``--from-results``: a benchmark run's split-0 reference (its cell record) becomes a floor
+    record; the run's commit and command are its provenance, and a failed one is refused."""
+    script = _script()
+    trace = [{"chains": 16, "kept": 16, "seconds": 30.0, "ref_w2": 0.03}]
+    cell = {
+        "status": "ok", "suite": "uci", "n_train": 397, "finished_at": "2026-11-29T01:00:00",
+        "config": {"reference": {"engine": "mclmc", "num_chains": 16}},
+        "info": {"trace": trace, "stopped": "ran 16 of at most 16 chains",
+                 "chains": {"dropped": {"3": "a draw is not finite"}}},
+        "metrics": {"chains_run": 16.0, "floor_w2_std": 0.03, "rmse": 0.7},
+        "versions": {"numpyro": "0.22.0"}, "machine": {"cores": 2},
+    }  # fmt: skip
+    folder = tmp_path / "references" / f"{script.CSV_NAME}-split0"
+    folder.mkdir(parents=True)
+    (folder / "record.json").write_text(json.dumps(cell))
+    run = {"environment": {"git_commit": "abc"}, "command": "nox -s bench -- --suite uci"}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    args = argparse.Namespace(datasets=f"{script.CSV_NAME},concrete", suite="uci", data_dir=None)
+    (record,) = script.from_results(tmp_path, args)  # concrete is not in the run: left out
+    assert record["trace"] == trace and record["engine"] == "mclmc"
+    assert record["metrics"] == {"chains_run": 16.0, "floor_w2_std": 0.03}
+    assert record["dropped"] == {"3": "a draw is not finite"} and record["weights"] > 0
+    assert (record["commit"], record["command"]) == ("abc", run["command"])
+    (folder / "record.json").write_text(json.dumps({**cell, "status": "timeout"}))
+    with pytest.raises(SystemExit, match="the reference did not finish"):
+        script.from_results(tmp_path, args)

@@ -21,8 +21,9 @@ Instead:
   contestant whose distance to the reference is within it cannot be told from one
   (Izmailov et al. 2021, "What are Bayesian neural network posteriors really like?", judge HMC
   by the agreement of independent runs the same way). The same statistic on a random split of
-  the pooled draws is kept beside it: its Monte Carlo part alone. The floor shrinks about as
-  :math:`1/\sqrt K` as chains are added.
+  the pooled draws is kept beside it: its Monte Carlo part alone. The floor shrinks as chains
+  are added, at first about as :math:`1/\sqrt K`, then more slowly as that Monte Carlo part
+  takes over.
 
 A floor needs two halves of at least two chains each: :data:`MIN_CHAINS` kept chains.
 """
