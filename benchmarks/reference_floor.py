@@ -104,9 +104,13 @@ def measure(name: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def from_results(folder: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     """The records of the split-0 references a benchmark run computed in ``folder`` (its
-    ``references/<dataset>-split0/record.json``; ``run.json`` names the commit and command),
+    ``references/<dataset>-split0/record.json``; its ``run.json``, or that of the suite's stored
+    records, names the commit and command),
     for the data sets in ``args.datasets`` that it holds."""
-    run = json.loads((folder / "run.json").read_text())
+    run_file = folder / "run.json"
+    if not run_file.exists():  # a results folder: its run as stored by headline.py --store
+        run_file = RESULTS.parent / args.suite / "run.json"
+    run = json.loads(run_file.read_text())
     records = []
     for name in args.datasets.split(","):
         path = folder / "references" / f"{name}-split0" / "record.json"
