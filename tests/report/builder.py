@@ -31,14 +31,13 @@ from scipy.stats import norm
 
 from ppl_bnn import BNN, FitResult, fit, metrics
 from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.evaluate import _fidelity_sample
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, RECORD_FILE, write_record
 from ppl_bnn.data.synthetic import sine_function
 from ppl_bnn.metrics import sampler_diagnostics
 from ppl_bnn.metrics.reference import (
     FIDELITY_DRAWS,
-    FIDELITY_POINTS,
     FIDELITY_REFERENCE_DRAWS,
-    evenly,
 )
 from ppl_bnn.predictive import predictive_at
 from ppl_bnn.reference import ReferenceSettings, reference_document
@@ -122,18 +121,6 @@ def _regression_eval(
         "train_y": (("train",), y_train),
     }
     return metrics, curves, data
-
-
-def _fidelity_sample(f: np.ndarray, sigma: np.ndarray, draws: int) -> dict[str, Any]:
-    """The fidelity sample the bench stores (:func:`ppl_bnn.bench.evaluate._fidelity_sample`):
-    ``draws`` evenly spaced draws at the evenly spaced fidelity points."""
-    points = evenly(f.shape[1], FIDELITY_POINTS)
-    kept = evenly(f.shape[0], draws)
-    return {
-        "fidelity_point": (("fidelity_point",), points),
-        "fidelity_f": (("fidelity_draw", "fidelity_point"), f[kept][:, points].astype(np.float32)),
-        "fidelity_sigma": (("fidelity_draw",), sigma[kept]),
-    }
 
 
 def _classification_eval(
