@@ -1,6 +1,6 @@
 """Gold-standard reference posteriors: their settings, cache key, gate and record.
 
-A reference is a chain ensemble (:mod:`ppl_bnn.reference.sample`): by default up to 256 MCLMC
+A reference is a chain ensemble (:mod:`ppl_bnn.reference.sample`): by default up to 512 MCLMC
 chains on NumPyro, each started at its own member of a deep ensemble, sampled in batches until
 its floor is fine enough or its budget is spent (:class:`ReferenceSettings`). BNN posteriors
 have many modes and no chain crosses between them, so R-hat across chains never approaches 1
@@ -82,8 +82,9 @@ __all__ = [
 
 #: Format of ``reference.json``.
 FORMAT = 2
-#: Part of every cache key: bump it when what an entry holds changes, to leave old entries unused.
-CACHE_FORMAT = 2
+#: Part of every cache key: bump it when what an entry holds, or how its chains are computed,
+#: changes, to leave old entries unused (3: the chains start from one vectorised ensemble).
+CACHE_FORMAT = 3
 #: Environment variable naming the cache root.
 ENV_VAR = "PPL_BNN_REFERENCE_DIR"
 REFERENCE_FILE = "reference.json"
@@ -156,7 +157,7 @@ class ReferenceSettings:
     """
 
     engine: str = "mclmc"
-    num_chains: int = 256
+    num_chains: int = 512
     chains_per_batch: int | None = None
     target_floor: float = 0.01
     max_seconds: float = 600.0

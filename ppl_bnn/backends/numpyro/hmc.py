@@ -12,11 +12,11 @@ import numpy as np
 from numpyro.infer import HMC, MCMC, NUTS, init_to_uniform
 
 from ppl_bnn.backends.numpyro import ops
+from ppl_bnn.backends.numpyro.starts import ensemble_starts, start_seconds
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.hamiltonian import MCMCOptions, no_finite_start, tree_depth
 from ppl_bnn.methods.nuts import NUTSOptions
-from ppl_bnn.methods.starts import ensemble_starts
 from ppl_bnn.model.program import site_transforms
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
@@ -102,10 +102,10 @@ def run(name: str, target: Target, options: MCMCOptions, seed: int) -> RunOutput
         stats["tree_depth"] = tree_depth(stats["n_steps"])
     compile_warm = clock.compile_seconds(start, warm)
     compile_run = clock.compile_seconds(warm, end)
+    start_warmup, start_compile = start_seconds(start_info)
     timings = {
-        "compile": compile_warm + compile_run,
-        # The ensemble that the chains start from is part of their warm-up.
-        "warmup": (warm - start) - compile_warm + start_info.pop("start_seconds", 0.0),
+        "compile": compile_warm + compile_run + start_compile,
+        "warmup": (warm - start) - compile_warm + start_warmup,
         "sampling": (end - warm) - compile_run,
     }
     info = {"chain_method": chain_method, "host_devices": jax.local_device_count(), **start_info}

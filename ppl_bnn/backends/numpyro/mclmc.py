@@ -22,17 +22,14 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.adaptation.mclmc_adaptation import MCLMCAdaptationState
 from jax import lax
-from jax.flatten_util import ravel_pytree
 
-from ppl_bnn.backends.numpyro import ops
+from ppl_bnn.backends.numpyro.flat import FlatDensity, flat_density
 from ppl_bnn.backends.numpyro.programs import compiled
+from ppl_bnn.backends.numpyro.starts import ensemble_starts, start_seconds
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.methods.base import DivergedError, RunOutput
 from ppl_bnn.methods.divergence import diverged
 from ppl_bnn.methods.mclmc import TUNING_FRACTIONS, MCLMCOptions
-from ppl_bnn.methods.starts import ensemble_starts
-from ppl_bnn.model.program import constrain, site_transforms
-from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
 
@@ -50,15 +47,6 @@ FROZEN_STEP_RATIO = 1e-6
 RETUNE_FACTOR = 10.0
 
 
-class _Density(NamedTuple):
-    """The log density on one flat unconstrained vector and how to read that vector."""
-
-    log_density: Callable[..., Any]  # (flat, data) -> log density
-    unravel: Callable[[Any], dict[str, Any]]
-    transforms: dict[str, Any]
-    dim: int
-
-
 class _Chains(NamedTuple):
     """What an attempt gives per chain, each array with the chains first."""
 
@@ -69,37 +57,21 @@ class _Chains(NamedTuple):
     energy_var: np.ndarray  # (chain,): mean squared energy change / d, kept draws' steps
 
 
-def _density(spec: BNNSpec) -> _Density:
-    transforms = site_transforms(spec, ops.PPL_NUMPYRO)
-    log_joint = ops.log_joint(spec)
-    zeros = {site.name: jnp.zeros(site.shape, jnp.float32) for site in spec.sites()}
-    flat, unravel = ravel_pytree(zeros)
-
-    def log_density(flat: Any, data: tuple[Any, Any]) -> Any:
-        theta, log_det = constrain(transforms, unravel(flat))
-        return log_joint(theta, *data) + log_det
-
-    return _Density(log_density, unravel, transforms, int(flat.size))
-
-
 def _starts(
-    name: str, target: Target, options: MCLMCOptions, seed: int, density: _Density
+    name: str, target: Target, options: MCLMCOptions, seed: int, density: FlatDensity
 ) -> tuple[jax.Array, dict[str, Any]]:
     """The chains' flat unconstrained starts (chain, d) and what making them cost and gave:
     U(-2, 2) per coordinate, or a deep ensemble's modes (:mod:`ppl_bnn.methods.starts`; as
     many chains as members that did not diverge)."""
     if options.init == "ensemble":
         starts, info = ensemble_starts(name, target, options.num_chains, seed)
-        unconstrained = {
-            site: density.transforms[site].inv(jnp.asarray(v)) for site, v in starts.items()
-        }
-        return jax.vmap(lambda one: ravel_pytree(one)[0])(unconstrained), info
+        return jax.vmap(density.flatten)(starts), info
     key = jax.random.PRNGKey(child_seed(seed, "mclmc_init"))
     shape = (options.num_chains, density.dim)
     return jax.random.uniform(key, shape, jnp.float32, minval=-2.0, maxval=2.0), {}
 
 
-def _programs(density: _Density, options: MCLMCOptions) -> tuple[Callable, Callable]:
+def _programs(density: FlatDensity, options: MCLMCOptions) -> tuple[Callable, Callable]:
     """``tune(starts, keys, step_sizes, data) -> (states, params)`` and
     ``sample(states, params, keys, data) -> (positions, lp, energy_change, reverted)``, each
     over every chain at once."""
@@ -170,7 +142,7 @@ class _Runner:
     compilation it triggers."""
 
     def __init__(
-        self, target: Target, options: MCLMCOptions, density: _Density, clock: CompileClock
+        self, target: Target, options: MCLMCOptions, density: FlatDensity, clock: CompileClock
     ) -> None:
         self.spec, self.options, self.density, self.clock = target.spec, options, density, clock
         self.data = (target.x, target.y)
@@ -204,12 +176,7 @@ class _Runner:
 
     def constrain(self, positions: Any) -> dict[str, np.ndarray]:
         """Site values (chain, draw, *site_shape) of flat positions (chain, draw, d)."""
-        density = self.density
-
-        def one(flat):
-            return constrain(density.transforms, density.unravel(flat))[0]
-
-        fn = jax.vmap(jax.vmap(one))
+        fn = jax.vmap(jax.vmap(self.density.constrained))
         theta = self._timed(
             "sampling",
             lambda: compiled(("mclmc", "constrain", self.spec), fn, positions)(positions),
@@ -322,14 +289,15 @@ def _tune_and_sample(
 
 def run(name: str, target: Target, options: MCLMCOptions, seed: int) -> RunOutput:
     """Tune and run MCLMC on every chain at once, from the starts ``options.init`` says."""
-    density = _density(target.spec)
+    density = flat_density(target.spec)
     starts, start_info = _starts(name, target, options, seed, density)
     with CompileClock() as clock:
         runner = _Runner(target, options, density, clock)
         chains, frozen_info = _tune_and_sample(name, target, options, seed, runner, starts)
     timings = dict(runner.seconds)
-    # The ensemble that the chains start from is part of their warm-up.
-    timings["warmup"] += start_info.pop("start_seconds", 0.0)
+    warmup, compile_s = start_seconds(start_info)
+    timings["warmup"] += warmup
+    timings["compile"] += compile_s
     info = {
         "chain_method": "vectorized",
         "step_size": chains.step_size.astype(float).tolist(),
