@@ -35,6 +35,7 @@ from ppl_bnn.bench.cell import merge_model, model_arguments
 from ppl_bnn.bench.environment import git_commit, machine_info, timestamp
 from ppl_bnn.bench.suite import load_suite, parse_suite
 from ppl_bnn.data import load_dataset
+from ppl_bnn.metrics.reference import evenly
 from ppl_bnn.reference import ReferenceSettings
 from ppl_bnn.reference.sample import sample_reference
 from ppl_bnn.versions import library_versions
@@ -43,6 +44,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "reference"
 MARKERS = ("<!-- reference-floor -->", "<!-- /reference-floor -->")
 #: The file-backed data set: scikit-learn's diabetes table as a CSV file.
 CSV_NAME = "diabetes-csv"
+#: The most batches a row of the table shows (evenly spaced, the first and the last among them).
+SHOWN_STEPS = 8
 #: A reference cell's metrics that describe its chains (with every ``floor_*``).
 FLOOR_METRICS = ("chains_run", "chains_kept", "rhat_across", "rhat_within_median",
                  "ess_within_median")  # fmt: skip
@@ -152,17 +155,19 @@ def _floor(entry: dict[str, Any]) -> float:
 
 
 def table() -> str:
-    """The Markdown table of every record: per data set and engine, the floor after each
-    batch against its chains and seconds, and where it stopped."""
+    """The Markdown table of every record: per data set and engine, the floor after some
+    batches (at most :data:`SHOWN_STEPS`; the record holds every one) against its chains and
+    seconds, and where it stopped."""
     lines = [
         "| data set | engine | weights x points | floor (chains kept / run, seconds) | stopped |",
         "|---|---|---|---|---|",
     ]
     for path in sorted(RESULTS.glob("*.json")):
         record = json.loads(path.read_text())
+        trace = record["trace"]
+        shown = [trace[i] for i in evenly(len(trace), SHOWN_STEPS)]
         steps = "; ".join(
-            f"{_floor(e):.4f} ({e['kept']}/{e['chains']}, {e['seconds']:.0f} s)"
-            for e in record["trace"]
+            f"{_floor(e):.4f} ({e['kept']}/{e['chains']}, {e['seconds']:.0f} s)" for e in shown
         )
         size = f"{record['weights']:,} x {record['n_train']:,}"
         lines.append(
