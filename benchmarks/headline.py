@@ -51,13 +51,14 @@ def _wall(run: dict[str, Any]) -> str:
 
 def headline(suite: str) -> str:
     """The Markdown table of ``benchmarks/results/<suite>/summary.json`` and its run: per
-    dataset what to trust, the cheapest contestant as good as it, and what to avoid."""
+    dataset what to trust (with its convergence flag), the cheapest contestant shown as good as
+    it, how many are undecided, and what to avoid."""
     folder = RESULTS / suite
     summary = json.loads((folder / "summary.json").read_text())
     run = json.loads((folder / "run.json").read_text())
     lines = [
-        "| dataset | ranked on | trust | as good, cheapest | avoid |",
-        "|---|---|---|---|---|",
+        "| dataset | ranked on | trust | as good, cheapest | undecided | avoid |",
+        "|---|---|---|---|---|---|",
     ]
     for entry in summary["datasets"]:
         standings = entry["standings"]
@@ -65,6 +66,8 @@ def headline(suite: str) -> str:
         if trusted:
             top = trusted[0]
             trust = f"{top['method']}/{top['backend']} ({mean_se(top['value'], top['se'])})"
+            if top.get("flag"):
+                trust += f"; {top['flag']}"
         else:
             top, trust = None, "nothing ranked"
         ties = [s for s in _names(standings, "as good") if s["cost_s"] is not None]
@@ -77,10 +80,11 @@ def headline(suite: str) -> str:
             else ""
         )
         avoid = ", ".join(f"{s['method']}/{s['backend']}" for s in _names(standings, "avoid"))
+        undecided = len(_names(standings, "undecided")) or ""
         basis = {"ref_w2": "W2 to the reference", "ref_tv": "TV to the reference"}.get(
             entry["basis"], "test log-likelihood"
         )
-        lines.append(f"| {entry['dataset']} | {basis} | {trust} | {tie} | {avoid} |")
+        lines.append(f"| {entry['dataset']} | {basis} | {trust} | {tie} | {undecided} | {avoid} |")
     versions = run["environment"]["versions"]
     lines += [
         "",

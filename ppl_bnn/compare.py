@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ppl_bnn.bench.auto_seeds import AUTO
 from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION
 from ppl_bnn.bench.lock import LOCK_FILE
 from ppl_bnn.bench.record import MAX_ATTEMPTS, REPLACED_DIR, SUITE_FILE, attempts_made, read_record
@@ -42,6 +43,7 @@ from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.model.validate import validate_inputs, validate_targets
 from ppl_bnn.reference import REFERENCES_DIR, ReferenceSettings
 from ppl_bnn.report import CSV_FILE, FIGURES_DIR, HTML_FILE, MARKDOWN_FILE, STATE_FILE, SUMMARY_FILE
+from ppl_bnn.report.equivalence import Margins
 from ppl_bnn.report.memo import CACHE_DIR
 
 logger = logging.getLogger(__name__)
@@ -124,14 +126,18 @@ def _count(value: object, what: str) -> int:
     return int(value)
 
 
-def _seeds(seeds: int | Sequence[int]) -> list[int]:
+def _seeds(seeds: int | Sequence[int] | str) -> list[int] | str:
+    if seeds == AUTO:
+        return AUTO
     if isinstance(seeds, int | np.integer) and not isinstance(seeds, bool):
         return list(range(_count(seeds, "seeds")))
     values = list(seeds) if isinstance(seeds, Sequence) and not isinstance(seeds, str) else None
     if not values or not all(
         isinstance(s, int | np.integer) and not isinstance(s, bool) and s >= 0 for s in values
     ):
-        raise ValueError(f"seeds must be a count or a list of non-negative integers, got {seeds!r}")
+        raise ValueError(
+            f'seeds must be a count, a list of non-negative integers or "auto", got {seeds!r}'
+        )
     if len(set(values)) != len(values):
         raise ValueError(f"seeds must be distinct, got {seeds!r}")
     return [int(s) for s in values]
@@ -312,13 +318,14 @@ def plan_comparison(
     splits: int = 1,
     methods: Sequence[str] | None = None,
     backends: Sequence[str] = ("numpyro",),
-    seeds: int | Sequence[int] = 3,
+    seeds: int | Sequence[int] | str = 3,
     reference: object = "auto",
     tune: object = "auto",
     options: Mapping[str, Mapping[str, Any]] | None = None,
     results_dir: str | os.PathLike[str] | None = None,
     timeout_s: float = 600.0,
     name: str = DEFAULT_NAME,
+    margins: Mapping[str, float] | Margins | None = None,
 ) -> _Plan:
     """Check every argument and build the suite's table; nothing is written. See
     :func:`compare` for the arguments."""
@@ -335,6 +342,7 @@ def plan_comparison(
     backend_list = _names(list(backends), list(BACKENDS), "backends")
     if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    margin_table = Margins.of(dict(margins) if isinstance(margins, Mapping) else margins)
     spec = model.spec
     n_train = _check_splits(spec, arrays, test_arrays, fraction, splits, name)
     reference_table, no_reference = _reference_table(reference, spec, n_train)
@@ -372,6 +380,7 @@ def plan_comparison(
         "model": model_table(spec),
         "datasets": [dataset],
         "methods": method_tables,
+        "margins": margin_table.as_dict(),
     }
     if reference_table is not None:
         table["reference"] = reference_table
@@ -433,7 +442,7 @@ def compare(
     splits: int = 1,
     methods: Sequence[str] | None = None,
     backends: Sequence[str] = ("numpyro",),
-    seeds: int | Sequence[int] = 3,
+    seeds: int | Sequence[int] | str = 3,
     reference: object = "auto",
     tune: object = "auto",
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -444,6 +453,7 @@ def compare(
     reference_dir: str | os.PathLike[str] | None = None,
     retry: bool = True,
     rerun_failed: bool = False,
+    margins: Mapping[str, float] | Margins | None = None,
 ) -> Comparison:
     """Fit ``model`` by every method and compare them: the benchmark's verdict on your data.
 
@@ -472,7 +482,8 @@ def compare(
             :data:`DEFAULT_METHODS`: NUTS, SGLD, mean-field VI, MAP, the GGN Laplace, a deep
             ensemble, SWAG and MC dropout.
         backends: ``"numpyro"`` and/or ``"pyro"``.
-        seeds: A count (seeds 0..n-1) or the seeds.
+        seeds: A count (seeds 0..n-1), the seeds, or ``"auto"``: seeds 0-2, then more for the
+            contestants the seeds cannot decide, up to 10 (:mod:`ppl_bnn.bench.auto_seeds`).
         reference: ``"auto"`` (a reference posterior, a chain ensemble from deep-ensemble
             starts with its own floor, :mod:`ppl_bnn.reference`, where the network has at most
             :data:`AUTO_REFERENCE_WEIGHTS` weights and weights x training points is at most
@@ -494,6 +505,9 @@ def compare(
             until each has had :data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs; False keeps
             their failures.
         rerun_failed: Run them again however many runs they have had.
+        margins: How close counts as "as good" (:class:`~ppl_bnn.report.equivalence.Margins`,
+            or a mapping of its ``fidelity_ratio`` and ``test_ll_nats``); default its
+            defaults.
 
     Returns:
         The :class:`~ppl_bnn.comparison.Comparison`, with ``.table``, ``.summary``,
@@ -511,7 +525,7 @@ def compare(
     plan = plan_comparison(
         model, test=test, test_fraction=test_fraction, splits=splits, methods=methods,
         backends=backends, seeds=seeds, reference=reference, tune=tune, options=options,
-        results_dir=results_dir, timeout_s=timeout_s, name=name,
+        results_dir=results_dir, timeout_s=timeout_s, name=name, margins=margins,
     )  # fmt: skip
     logger.info("compare: results in %s", plan.results_dir)
     suite = write_data(plan)

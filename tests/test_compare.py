@@ -48,12 +48,15 @@ def _model(hidden: tuple[int, ...] = (4,)) -> BNN:
         ({"backends": ["tensorflow"]}, ValueError, r"unknown backends \['tensorflow'\]"),
         ({"seeds": 0}, ValueError, "seeds must be a positive integer"),
         ({"seeds": [0, 0]}, ValueError, "seeds must be distinct"),
-        ({"seeds": [-1]}, ValueError, "seeds must be a count or a list"),
+        ({"seeds": [-1]}, ValueError, "seeds must be a count, a list of non-negative integers or"),
+        ({"seeds": "many"}, ValueError, "seeds must be a count, a list"),
         ({"splits": 0}, ValueError, "splits must be a positive integer"),
         ({"test_fraction": 1.0}, ValueError, r"test_fraction must be in \(0, 1\)"),
         ({"reference": "always"}, ValueError, 'reference must be "auto", True, False'),
         ({"reference": {"num_chain": 2}}, TypeError, "num_chain"),
         ({"tune": "grid"}, ValueError, 'tune must be "auto" or False'),
+        ({"margins": {"ratio": 2.0}}, ValueError, r"unknown margin\(s\) ratio"),
+        ({"margins": {"fidelity_ratio": 0.5}}, ValueError, "fidelity_ratio must be a finite"),
         ({"options": {"nuts": {}}}, ValueError, r"options given for \['nuts'\]"),
         ({"timeout_s": 0}, ValueError, "timeout_s must be a positive number"),
         ({"options": {"map": {"num_step": 5}}}, ValueError, "num_step"),
@@ -136,6 +139,12 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
     settings = plan_comparison(_model(), reference={"num_chains": 2, "num_warmup": 300})
     assert settings.table["reference"] == {"num_chains": 2, "num_warmup": 300}
     assert "reference" not in plan_comparison(_model(), reference=False).table
+    margins = {"fidelity_ratio": 1.5, "test_ll_nats": 0.1}
+    assert plan_comparison(_model(), margins=margins).table["margins"] == margins
+    assert plan_comparison(_model()).table["margins"] == {
+        "fidelity_ratio": 1.25,
+        "test_ll_nats": 0.05,
+    }
 
 
 def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.bench import pool
+from ppl_bnn.bench.auto_seeds import more_cells
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.data_files import write_split_rows
 from ppl_bnn.bench.environment import timestamp
@@ -556,11 +557,7 @@ def run_suite(
         configs = current_configs(suite, data_dir)
         todo, kept = plan(cells, cells_dir, retry=retry, rerun_failed=rerun_failed, force=force)
         summary = SweepSummary()
-        for record in kept:
-            summary.statuses[record["status"]] += 1
-            summary.skipped_statuses[record["status"]] += 1
-            if record["status"] in FAILED:
-                summary.failed_cells.append(record["cell_id"])
+        _count_kept(summary, kept)
         root = cache_root(reference_dir)
         ref_jobs = []
         if references and suite.reference is not None:
@@ -582,7 +579,21 @@ def run_suite(
             logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
                         len(ref_todo), root)  # fmt: skip
 
-        executor_cm, threads, in_flight = _executor(jobs, dask_address)
+        def sweep(pending_references: list[_PendingReference], todo_cells: list[Cell]) -> None:
+            executor_cm, threads, in_flight = _executor(jobs, dask_address)
+            _sweep(
+                executor_cm,
+                pending_references,
+                [(cell, cells_dir / cell.cell_id) for cell in todo_cells],
+                summary,
+                root=root,
+                results=results,
+                on_progress=on_progress,
+                in_flight=in_flight,
+                data_dir=data_dir,
+                threads=threads,
+                jax_cache=jax_cache,
+            )
 
         def finish(interrupted: bool) -> None:
             """Write ``suite.json`` with this run among the runs, if it produced anything."""
@@ -593,25 +604,35 @@ def run_suite(
                              wall_s=summary.wall_s, runs=done)  # fmt: skip
 
         try:
-            _sweep(
-                executor_cm,
-                ref_todo,
-                [(cell, cells_dir / cell.cell_id) for cell in todo],
-                summary,
-                root=root,
-                results=results,
-                on_progress=on_progress,
-                in_flight=in_flight,
-                data_dir=data_dir,
-                threads=threads,
-                jax_cache=jax_cache,
-            )
+            sweep(ref_todo, todo)
+            while suite.auto_seeds is not None:  # seeds = "auto": rounds until decided
+                known = {c.cell_id for c in cells}
+                more = more_cells(suite, results, data_dir=data_dir, max_splits=max_splits,
+                                  only=only)  # fmt: skip
+                more = [c for c in more if c.cell_id not in known]
+                if not more:
+                    break
+                cells.extend(more)
+                todo, kept = plan(more, cells_dir, retry=retry, rerun_failed=rerun_failed)
+                _count_kept(summary, kept)
+                logger.info("%s: seeds = \"auto\": %d more cells for the undecided, %d to run",
+                            suite.name, len(more), len(todo))  # fmt: skip
+                sweep([], todo)
         except KeyboardInterrupt:
             finish(interrupted=True)
             raise
         _in_job_order(summary, ref_jobs)
         finish(interrupted=False)
         return summary
+
+
+def _count_kept(summary: SweepSummary, kept: list[dict[str, Any]]) -> None:
+    """Count the records of cells kept from an earlier run in ``summary``."""
+    for record in kept:
+        summary.statuses[record["status"]] += 1
+        summary.skipped_statuses[record["status"]] += 1
+        if record["status"] in FAILED:
+            summary.failed_cells.append(record["cell_id"])
 
 
 def _run_entry(summary: SweepSummary, started_at: str, interrupted: bool) -> dict[str, Any]:

@@ -6,18 +6,23 @@ dataset may override for its own cells) and, optionally, how its gold-standard r
 posteriors are sampled::
 
     name = "default"
-    seeds = [0]
+    seeds = [0]                          # or "auto": seeds 0-2, more where the verdict needs
+                                         # them, up to 10 (ppl_bnn.bench.auto_seeds)
     backends = ["numpyro", "pyro"]
     timeout_s = 600
 
-    [reference]                          # optional: a NumPyro NUTS reference posterior per
-    num_chains = 4                       # (dataset, split), cached by content (see
-    num_warmup = 1000                    # ppl_bnn.reference); these are the defaults
-    num_samples = 1000
-    max_tree_depth = 10
-    target_accept = 0.8
+    [reference]                          # optional: a reference posterior per (dataset,
+    engine = "mclmc"                     # split), a chain ensemble cached by content (see
+    num_chains = 512                     # ppl_bnn.reference); these are the defaults
+    chains_per_batch = 16
+    target_floor = 0.01
+    max_seconds = 600
     seed = 0
     timeout_s = 1800
+
+    [margins]                            # optional: how close counts as "as good"
+    fidelity_ratio = 1.25                # (ppl_bnn.report.equivalence.Margins); these
+    test_ll_nats = 0.05                  # are the defaults
 
     [model]                              # ppl_bnn.BNN keyword arguments; the likelihood
     hidden = [50]                        # follows the dataset's task; noise (regression
@@ -120,6 +125,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ppl_bnn.bench.auto_seeds import AUTO, AUTO_CAP, AUTO_SEEDS
 from ppl_bnn.bench.cell import Cell, contestant_label, merge_model, weight_prior
 from ppl_bnn.bench.data_files import FILE_KEYS, DataFile, parse_data_file
 from ppl_bnn.bench.perf_suite import PerfSuite, parse_perf_suite
@@ -136,7 +142,7 @@ from ppl_bnn.bench.schema import (
     check_text,
     check_timeout,
 )
-from ppl_bnn.bench.suite_sections import parse_methods, parse_reference
+from ppl_bnn.bench.suite_sections import parse_margins, parse_methods, parse_reference
 from ppl_bnn.bench.sweeps import Sweep, parse_sweep
 from ppl_bnn.bench.tuning import (
     CONTESTANTS,
@@ -150,6 +156,7 @@ from ppl_bnn.engine.registry import BACKENDS
 from ppl_bnn.methods import get_method
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.report.equivalence import Margins
 
 __all__ = [
     "SUITES_DIR",
@@ -164,8 +171,8 @@ __all__ = [
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 _SUITE_KEYS = {
-    "name", "description", "seeds", "backends", "timeout_s", "reference", "model", "datasets",
-    "methods",
+    "name", "description", "seeds", "backends", "timeout_s", "reference", "margins", "model",
+    "datasets", "methods",
 }  # fmt: skip
 _DATASET_KEYS = {
     "name", "splits", "max_train", "max_test", "model", "exclude", "options", "no_reference",
@@ -247,6 +254,14 @@ class Suite:
     methods: dict[str, dict[str, Any]]
     reference: ReferenceSettings | None = None
     kind: str = "fit"
+    margins: Margins = field(default_factory=Margins)
+    auto_seeds: int | None = None
+
+    @property
+    def all_seeds(self) -> tuple[int, ...]:
+        """Every seed a cell of the suite may run: with ``seeds = "auto"`` those up to its cap
+        (:mod:`ppl_bnn.bench.auto_seeds`), else its seeds."""
+        return self.seeds if self.auto_seeds is None else tuple(range(self.auto_seeds))
 
     def cells(
         self,
@@ -254,6 +269,7 @@ class Suite:
         max_splits: int | None = None,
         data_dir: str | Path | None = None,
         only: Mapping[str, set[str]] | None = None,
+        seeds: tuple[int, ...] | None = None,
     ) -> list[Cell]:
         """Expand into cells, in a stable order.
 
@@ -262,6 +278,7 @@ class Suite:
             data_dir: Where split counts of ``splits = "all"`` datasets are read from.
             only: Keep cells whose ``dataset`` / ``method`` / ``backend`` are in these sets (a
                 ``dataset`` set may name a variant as ``mnist/lenet5``).
+            seeds: The seeds instead of the suite's (:attr:`all_seeds`: every cell it may run).
 
         Raises:
             SuiteError: ``only`` names a value the suite has not (:meth:`selectable`); values
@@ -272,7 +289,7 @@ class Suite:
         for entry, split in self._splits(max_splits, data_dir):
             for method in self.methods:
                 for backend in self.backends:
-                    out.extend(self._cells(entry, split, method, backend))
+                    out.extend(self._cells(entry, split, method, backend, seeds or self.seeds))
         if only:
             out = [c for c in out if all(_selected(c, k, v) for k, v in only.items() if v)]
         return out
@@ -315,7 +332,7 @@ class Suite:
             "method": set(self.methods)
             | {contestant_label(m, True) for e in self.datasets for m in e.tune},
             "backend": set(self.backends),
-            "seed": set(self.seeds),
+            "seed": set(self.all_seeds),
         }
 
     def _splits(
@@ -364,7 +381,9 @@ class Suite:
             reference=how,
         )
 
-    def _cells(self, entry: DatasetEntry, split: int, method: str, backend: str) -> list[Cell]:
+    def _cells(
+        self, entry: DatasetEntry, split: int, method: str, backend: str, seeds: tuple[int, ...]
+    ) -> list[Cell]:
         """The cells of (``entry``, ``split``, ``method``, ``backend``): one per seed (and one
         more per seed for the tuned contestant, where the method is tuned here), or for a sweep
         one per swept value at the suite's first seed (none for another method)."""
@@ -372,7 +391,7 @@ class Suite:
             return []
         sweep = entry.sweep
         if sweep is None:
-            cells = self._cell(entry, split, method, backend, self.seeds)
+            cells = self._cell(entry, split, method, backend, seeds)
             if method in entry.tune:
                 tuning = entry.tune[method].to_dict()
                 tuned = [replace(c, tune=tuning) for c in cells]
@@ -486,7 +505,8 @@ def parse_suite(
     for backend in backends:
         if backend not in BACKENDS:
             raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(BACKENDS)}")
-    seeds = tuple(check_indices(where, raw, "seeds", (0,)))
+    auto = raw.get("seeds") == AUTO
+    seeds = AUTO_SEEDS if auto else tuple(check_indices(where, raw, "seeds", (0,)))
     model = check_model(f"{where} [model]", raw.get("model", {}))
     methods = parse_methods(where, raw["methods"])
     if not isinstance(raw["datasets"], list):
@@ -513,6 +533,8 @@ def parse_suite(
         datasets=tuple(datasets),
         methods=methods,
         reference=parse_reference(where, raw.get("reference")),
+        margins=parse_margins(where, raw.get("margins")),
+        auto_seeds=AUTO_CAP if auto else None,
     )
     # Every option name and value must be accepted by its method on every backend it is given
     # for: the suite's backends and any other a [methods.<name>.<backend>] table names.

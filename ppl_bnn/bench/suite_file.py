@@ -21,10 +21,12 @@ logger = logging.getLogger(__name__)
 
 def current_configs(suite: Suite, data_dir: str | None) -> dict[str, str] | None:
     """The config hash of every cell of the suite as it is now (all splits, every dataset,
-    method and backend, whatever this run selects), by cell id: what the report checks stored
+    method and backend, whatever this run selects; with ``seeds = "auto"`` every seed up to its
+    cap), by cell id: what the report checks stored
     records against. None where the whole suite cannot be listed (a set's data is missing)."""
     try:
-        return {c.cell_id: c.config_hash() for c in suite.cells(data_dir=data_dir)}
+        cells = suite.cells(data_dir=data_dir, seeds=suite.all_seeds)
+        return {c.cell_id: c.config_hash() for c in cells}
     except (OSError, ValueError) as err:
         logger.info("%s: suite.json lists only this run's cells: %s", suite.name, err)
         return None
@@ -40,15 +42,16 @@ def write_suite_file(
     **extra: Any,
 ) -> None:
     """``suite.json``: the suite, its reference settings (null when it has none or they were
-    not run), the cells of this run, the config hash of every cell of the suite (``configs``,
-    see :func:`current_configs`; left out when None), the environment it ran in and
-    ``extra``."""
+    not run), its margins, the cells of this run, the config hash of every cell of the suite
+    (``configs``, see :func:`current_configs`; left out when None), the environment it ran in
+    and ``extra``."""
     reference = suite.reference.as_dict() if references and suite.reference else None
     data = {
         "name": suite.name,
         "kind": suite.kind,
         "description": suite.description,
         "reference": reference,
+        "margins": suite.margins.as_dict(),
         "environment": environment(),
         "cells": [c.to_dict() for c in cells],
         **({"configs": configs} if configs is not None else {}),

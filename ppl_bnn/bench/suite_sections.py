@@ -1,6 +1,6 @@
 """A fit suite's ``[methods.<name>]`` tables (options, per-backend overrides, a tuned contestant's
 grid) and its ``[reference]`` table (how the reference posteriors' chain ensembles are sampled),
-checked."""
+and its ``[margins]`` table (how close counts as "as good"), checked."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from ppl_bnn.engine.registry import BACKENDS
 from ppl_bnn.methods import available
 from ppl_bnn.reference import ENGINES, ReferenceSettings
 from ppl_bnn.reference.chains import MIN_CHAINS
+from ppl_bnn.report.equivalence import Margins
 
 _REFERENCE_KEYS = {f.name for f in fields(ReferenceSettings)}
 #: The integer settings and their least values (per-chain diagnostics need 8 draws a chain).
@@ -89,3 +90,20 @@ def parse_reference(where: str, table: Any) -> ReferenceSettings | None:
         raise SuiteError(f"{loc}: {err}") from err
     check_options(loc, settings.engine, "numpyro", settings.engine_options())
     return settings
+
+
+def parse_margins(where: str, table: Any) -> Margins:
+    """The ``[margins]`` table (:class:`~ppl_bnn.report.equivalence.Margins`; its defaults for
+    what it leaves out)."""
+    loc = f"{where} [margins]"
+    if table is not None and not isinstance(table, Mapping):
+        raise SuiteError(
+            f"{loc}: must be a table of fidelity_ratio and test_ll_nats, got {table!r}"
+        )
+    for key, value in (table or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SuiteError(f"{loc}: {key} must be a number, got {value!r}")
+    try:
+        return Margins.of(None if table is None else dict(table))
+    except ValueError as err:
+        raise SuiteError(f"{loc}: {err}") from err

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from ppl_bnn.report.document import Block, BulletList, Link, Mark, Scoreboard, slug
 from ppl_bnn.report.load import SuiteResults, backend_key, method_key
-from ppl_bnn.report.recommend import Recommendation, recommend, with_cost
+from ppl_bnn.report.recommend import Recommendation, margins_of, recommend, with_cost
 
 SCOREBOARD_CAPTION = (
     "Each method's standing per dataset and backend (hover a cell for its number): trust (the "
     "closest to a reference with a floor, or without one the best held-out test log-likelihood), "
-    "as good (a paired t-test over splits and seeds cannot tell it from the trusted one), "
-    "worse, avoid (unusable, diverged, or over-confident out of range), not judged (failed, "
-    "timed out or a reduced budget); \u00b7 not run. The rule is stated under Summary."
+    "as good (shown equivalent to the trusted one within the margin), undecided (its splits "
+    "and seeds cannot tell: more seeds would), worse (shown worse), avoid (unusable, diverged, "
+    "or over-confident out of range), not judged (failed, timed out or a reduced budget); "
+    "\u00b7 not run. The rule is stated under Summary."
 )
 
 
@@ -20,10 +21,11 @@ def recommendations(results: SuiteResults) -> dict[str, Recommendation]:
     """Dataset -> its recommendation, in the suite's dataset order (fidelity columns must be
     on the cells already: :func:`~ppl_bnn.report.fidelity.with_fidelity`)."""
     out = {}
+    margins = margins_of(results)
     for dataset in results.datasets():
         cells = with_cost(results.cells[results.cells["dataset"] == dataset])
         references = results.references_of(dataset)
-        out[dataset] = recommend(dataset, cells, references)
+        out[dataset] = recommend(dataset, cells, references, margins)
     return out
 
 

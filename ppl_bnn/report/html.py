@@ -85,6 +85,7 @@ aside.progress { background: #eef4fb; border: 1px solid #9bbbe0; border-radius: 
 .scoreboard td.none { cursor: default; color: var(--muted); }
 .mark-trust { background: #1a7f37; color: #fff; font-weight: 600; }
 .mark-as-good { background: #b4e2c0; }
+.mark-undecided { background: #fff; border: 1px dashed #8c959f; }
 .mark-worse { background: #eceff2; color: var(--muted); }
 .mark-avoid { background: #f3b8b3; }
 .mark-not-judged { background: #fbe5b0; }

@@ -99,7 +99,8 @@ def scores(cells: pd.DataFrame, column: str) -> pd.Series | None:
     return -(values - float(direction)).abs()
 
 
-def _by_replicate(cells: pd.DataFrame, score: pd.Series, group: Group) -> pd.Series:
+def by_replicate(cells: pd.DataFrame, score: pd.Series, group: Group) -> pd.Series:
+    """``group``'s finite ``score`` values keyed by replicate (:data:`REPLICATE`), one each."""
     mask = (cells["method"] == group[0]) & (cells["backend"] == group[1]) & np.isfinite(score)
     keyed = score[mask].set_axis(pd.MultiIndex.from_frame(cells.loc[mask, list(REPLICATE)]))
     return keyed[~keyed.index.duplicated()]
@@ -110,7 +111,7 @@ def paired_difference(
 ) -> tuple[float, float, int]:
     """Mean score of ``a`` minus ``b`` over shared replicates, its standard error, and the
     number of pairs (NaN standard error with fewer than two)."""
-    left, right = _by_replicate(cells, score, a), _by_replicate(cells, score, b)
+    left, right = by_replicate(cells, score, a), by_replicate(cells, score, b)
     common = left.index.intersection(right.index)
     d = (left.loc[common] - right.loc[common]).to_numpy(dtype=float)
     n = len(d)

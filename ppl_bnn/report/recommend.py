@@ -15,10 +15,21 @@ The rule, for the (method, backend) groups that ran on one dataset:
 3. **Not judged**: every other group that is not eligible for ranking
    (:func:`~ppl_bnn.report.ranking.eligible_groups`: a cell failed or timed out, or ran a reduced
    budget) or has no value on the basis.
-4. **Trust** the group with the best mean on the basis; the others of its tie group (the paired
-   t-test of :func:`~ppl_bnn.report.ranking.rank` cannot tell them from it) are **as good**;
-   the *cheapest that is as good* is the tie group's cheapest (cost: fit and tuning seconds
-   without compilation). The rest are **worse**.
+4. **Trust** the group with the best mean on the basis (on fidelity the geometric mean: the
+   mean log distance, since distances are multiplicative and heavy-tailed). Every other group
+   is compared with it on the replicates they share by two one-sided tests
+   (:mod:`~ppl_bnn.report.equivalence`): **as good** where shown equivalent within the margin,
+   **worse** where shown worse, **undecided** where neither (more seeds would tell). The margin
+   (:class:`~ppl_bnn.report.equivalence.Margins`): on fidelity the log of the larger of
+   ``fidelity_ratio`` and 1 + the floor over the trusted group's distance (its geometric mean;
+   the floor the mean of its references'), on test log-likelihood ``test_ll_nats``. The
+   *cheapest that is as good* is the cheapest shown equivalent (cost: fit and tuning seconds
+   without compilation; with it beside). A trusted group whose chains disagree carries the flag
+   in its sentence.
+5. **As good as the reference** (fidelity with a floor): a ranked group whose distance is shown
+   within ``fidelity_ratio`` times the floor (the one-sided upper bound of its mean log ratio
+   to the floor below the log of the margin). The sentence names the cheapest; where there is
+   none, the closest and its multiple of the floor.
 
 On fidelity, each ranked group's mean ratio of its distance to its reference's floor
 (:data:`~ppl_bnn.report.fidelity.FLOOR_RATIO`) is kept beside its number: the sentence says
@@ -37,24 +48,39 @@ import pandas as pd
 
 from ppl_bnn.bench.record import FAILED
 from ppl_bnn.report import fmt
+from ppl_bnn.report.equivalence import (
+    Comparison,
+    Margins,
+    Outcome,
+    compare,
+    paired_excess,
+    within,
+)
 from ppl_bnn.report.fidelity import FLOOR_DISTANCES, FLOOR_RATIO
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import (
     REFERENCE_RETRY,
     STATUS_WORDS,
     ReferenceEntry,
+    SuiteResults,
     backend_key,
     method_key,
     reference_failure,
     references_pass,
 )
-from ppl_bnn.report.ranking import Group, eligible_groups, flagged, rank, reduced
+from ppl_bnn.report.ranking import Group, by_replicate, eligible_groups, flagged, reduced
 
 #: Predictive std below this share of the reference's, where no training input lies, is
 #: over-confidence.
 OVERCONFIDENT = 0.5
-#: The cost column :func:`with_cost` adds: fit and tuning seconds without compilation.
+#: The cost columns :func:`with_cost` adds: fit and tuning seconds without compilation, and
+#: with it.
 COST = "_run_s"
+COST_COMPILED = "_run_compiled_s"
+#: Chains whose R-hat across them exceeds this disagree.
+RHAT_OK = 1.01
+#: A distance of zero (two identical samples) is taken as this in a log-ratio.
+TINY_DISTANCE = 1e-12
 #: Why a dataset is ranked on fidelity (the end of its sentence: "Ranked on ...").
 FIDELITY_WHY = "fidelity to the reference posterior, against its floor"
 
@@ -64,6 +90,7 @@ class Grade(StrEnum):
 
     TRUST = "trust"
     AS_GOOD = "as good"
+    UNDECIDED = "undecided"
     WORSE = "worse"
     AVOID = "avoid"
     NOT_JUDGED = "not judged"
@@ -82,10 +109,12 @@ class Basis:
 
 @dataclass(frozen=True)
 class Standing:
-    """One group on one dataset: its grade, its mean ± se on the basis, its cost, on fidelity
-    its mean ratio to the reference's floor (``floor_ratio``), and (avoid, not judged) the
-    reason in a few words, with how many cells it holds for (``detail``) or how many times
-    over-confident the group is (``factor``)."""
+    """One group on one dataset: its grade, its mean ± se on the basis over ``n`` cells, its
+    cost without and with compilation, on fidelity its mean ratio to the reference's floor
+    (``floor_ratio``) and whether it is shown as good as the reference (``as_reference``), its
+    comparison with the trusted group (``comparison``), a convergence flag (``flag``), and
+    (avoid, not judged) the reason in a few words, with how many cells it holds for
+    (``detail``) or how many times over-confident the group is (``factor``)."""
 
     group: Group
     grade: Grade
@@ -96,6 +125,11 @@ class Standing:
     detail: str = ""
     factor: float = math.nan
     floor_ratio: float = math.nan
+    n: int = 0
+    cost_compiled: float = math.nan
+    comparison: Comparison | None = None
+    as_reference: bool = False
+    flag: str = ""
 
     @property
     def name(self) -> str:
@@ -126,16 +160,29 @@ class Standing:
         floor = self.against_floor
         return fmt.mean_se(self.value, self.se) + (f", {floor}" if floor else "")
 
+    def cost_text(self) -> str:
+        """``"1.7 s (3.2 s with compilation)"``, or "" without a cost."""
+        if not np.isfinite(self.cost):
+            return ""
+        text = f"{fmt.number(self.cost)} s"
+        if np.isfinite(self.cost_compiled) and self.cost_compiled > self.cost:
+            text += f" ({fmt.number(self.cost_compiled)} s with compilation)"
+        return text
+
     def number(self, basis: Basis | None) -> str:
         """The number behind the grade, e.g. ``"W2 to ref. 0.035 ± 0.004, 2.4\u00d7 the floor;
-        1.7 s"``."""
+        n = 3; 1.7 s (3.2 s with compilation)"``."""
         parts = []
         if basis is not None and np.isfinite(self.value):
             parts.append(f"{basis.name} {self.value_text()}")
-        if np.isfinite(self.cost):
-            parts.append(f"{fmt.number(self.cost)} s")
+            if self.n:
+                parts.append(f"n = {self.n}")
+        if self.cost_text():
+            parts.append(self.cost_text())
         if self.reason:
             parts.append(self.why)
+        if self.flag:
+            parts.append(self.flag)
         return "; ".join(parts)
 
 
@@ -146,6 +193,7 @@ class Recommendation:
     dataset: str
     basis: Basis | None
     standings: tuple[Standing, ...] = field(default=())
+    margins: Margins = field(default_factory=Margins)
 
     def graded(self, *grades: Grade) -> list[Standing]:
         return [s for s in self.standings if s.grade in grades]
@@ -157,34 +205,50 @@ class Recommendation:
 
     @property
     def cheapest_as_good(self) -> Standing | None:
-        """The tie group's cheapest member, where it is not the trusted one."""
-        tie = self.graded(Grade.TRUST, Grade.AS_GOOD)
-        costed = [s for s in tie if np.isfinite(s.cost)]
-        if not costed:
+        """The cheapest group shown as good as the trusted one, where it is cheaper."""
+        top = self.trusted
+        costed = [s for s in self.graded(Grade.AS_GOOD) if np.isfinite(s.cost)]
+        if top is None or not costed:
             return None
         cheapest = min(costed, key=lambda s: (s.cost, s.group))
-        return None if cheapest.grade == Grade.TRUST else cheapest
+        return cheapest if not np.isfinite(top.cost) or cheapest.cost < top.cost else None
+
+    @property
+    def cheapest_as_reference(self) -> Standing | None:
+        """The cheapest group shown as good as the reference (see the module docstring)."""
+        costed = [s for s in self.standings if s.as_reference and np.isfinite(s.cost)]
+        return min(costed, key=lambda s: (s.cost, s.group)) if costed else None
+
+    @property
+    def closest(self) -> Standing | None:
+        """The ranked group nearest the reference (lowest mean floor ratio), on fidelity."""
+        ranked = [s for s in self.graded(Grade.TRUST, Grade.AS_GOOD, Grade.UNDECIDED,
+                                         Grade.WORSE) if np.isfinite(s.floor_ratio)]  # fmt: skip
+        return min(ranked, key=lambda s: (s.floor_ratio, s.group)) if ranked else None
 
     def sentence(self) -> str:
-        """One or two sentences in words and numbers."""
+        """A few sentences in words and numbers: what to trust, what is as good for less, what
+        is undecided, what is as good as the reference, what to avoid and what was not
+        judged."""
         parts = []
         top = self.trusted
         if top is None or self.basis is None:
             parts.append("nothing to trust: no contestant could be ranked")
         else:
-            parts.append(f"trust {top.name} ({self.basis.name} {top.value_text()})")
-            cheap = self.cheapest_as_good
-            rest = [s for s in self.graded(Grade.AS_GOOD) if s != cheap]
-            # The ties not named one by one: those within the floor are named even so.
-            alike = [s.name for s in rest if s.indistinguishable]
-            also = f" ({', '.join(alike)} {fmt.INDISTINGUISHABLE})" if alike else ""
-            if cheap is not None:
-                parts.append(
-                    f"{cheap.name} ties with it at {_cost_share(cheap.cost / top.cost)} the cost "
-                    f"({cheap.value_text()}" + (f"; {len(rest)} more tie{also})" if rest else ")")
+            n = f"; n = {top.n}" if top.n else ""
+            flag = f"; {top.flag}" if top.flag else ""
+            parts.append(f"trust {top.name} ({self.basis.name} {top.value_text()}{n}{flag})")
+            parts += self._as_good(top)
+            undecided = self.graded(Grade.UNDECIDED)
+            if undecided:
+                pairs = sorted({s.comparison.pairs for s in undecided if s.comparison})
+                n_text = ", ".join(str(k) for k in pairs) or "0"
+                names = (
+                    ", ".join(s.name for s in undecided)
+                    if len(undecided) <= 3
+                    else f"{len(undecided)} contestants"
                 )
-            elif rest:
-                parts.append(f"{len(rest)} more tie, none cheaper{also}")
+                parts.append(f"undecided (n = {n_text}): {names}; more seeds would tell")
         avoid = self.graded(Grade.AVOID)
         if avoid:
             parts.append("avoid " + _grouped(avoid))
@@ -192,31 +256,82 @@ class Recommendation:
         if unjudged:
             parts.append("not judged: " + _grouped(unjudged))
         text = "; ".join(parts) + "."
+        reference = self._reference_sentence()
+        if reference:
+            text += f" {fmt.capital(reference)}."
         if self.basis is not None and top is not None:
             text += f" Ranked on {self.basis.why}."
         return fmt.capital(text)
 
+    def _as_good(self, top: Standing) -> list[str]:
+        """The sentence parts on the groups shown as good as the trusted one."""
+        cheap = self.cheapest_as_good
+        rest = [s for s in self.graded(Grade.AS_GOOD) if s != cheap]
+        # The others not named one by one: those within the floor are named even so.
+        alike = [s.name for s in rest if s.indistinguishable]
+        also = f" ({', '.join(alike)} {fmt.INDISTINGUISHABLE})" if alike else ""
+        if cheap is not None:
+            share = _cost_share(cheap.cost / top.cost) if top.cost > 0 else "less than"
+            more = f"; {len(rest)} more as good{also})" if rest else ")"
+            return [f"{cheap.name} is as good at {share} the cost ({cheap.value_text()}" + more]
+        if rest:
+            return [f"{len(rest)} more as good, none cheaper{also}"]
+        return []
+
+    def _reference_sentence(self) -> str:
+        """On fidelity with a floor: the cheapest group shown as good as the reference, or the
+        closest and its multiple of the floor."""
+        closest = self.closest
+        if closest is None:
+            return ""
+        within = f"within {fmt.number(self.margins.fidelity_ratio)}\u00d7 its floor"
+        cheap = self.cheapest_as_reference
+        if cheap is not None:
+            cost = f", {cheap.cost_text()}" if cheap.cost_text() else ""
+            return f"as good as the reference ({within}) for the least: {cheap.name}{cost}"
+        return (
+            f"none is shown as good as the reference ({within}); the closest, {closest.name}, "
+            f"is {fmt.against_floor(closest.floor_ratio)}"
+        )
+
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready: the basis, the sentence and every standing."""
+        """JSON-ready: the basis, the margins, the sentence and every standing."""
         return {
             "dataset": self.dataset,
             "basis": None if self.basis is None else self.basis.column,
             "basis_why": None if self.basis is None else self.basis.why,
+            "margins": self.margins.as_dict(),
             "sentence": self.sentence(),
-            "standings": [
-                {
-                    "method": s.group[0],
-                    "backend": s.group[1],
-                    "grade": str(s.grade),
-                    "value": _json_number(s.value),
-                    "se": _json_number(s.se),
-                    "cost_s": _json_number(s.cost),
-                    "floor_ratio": _json_number(s.floor_ratio),
-                    "reason": s.why,
-                }
-                for s in self.standings
-            ],
+            "standings": [_standing_dict(s) for s in self.standings],
         }
+
+
+def _standing_dict(s: Standing) -> dict[str, object]:
+    """One standing, JSON-ready; its comparison with the trusted group where it has one."""
+    out: dict[str, object] = {
+        "method": s.group[0],
+        "backend": s.group[1],
+        "grade": str(s.grade),
+        "value": _json_number(s.value),
+        "se": _json_number(s.se),
+        "n": s.n,
+        "cost_s": _json_number(s.cost),
+        "cost_compiled_s": _json_number(s.cost_compiled),
+        "floor_ratio": _json_number(s.floor_ratio),
+        "as_reference": s.as_reference,
+        "reason": s.why,
+        "flag": s.flag,
+    }
+    if s.comparison is not None:
+        c = s.comparison
+        out["comparison"] = {
+            "mean_excess": _json_number(c.mean),
+            "low": _json_number(c.low),
+            "high": _json_number(c.high),
+            "margin": _json_number(c.margin),
+            "pairs": c.pairs,
+        }
+    return out
 
 
 def _json_number(value: float) -> float | None:
@@ -308,11 +423,29 @@ def _unjudged(key: Group, group: pd.DataFrame, column: str | None) -> Standing:
     return Standing(key, Grade.NOT_JUDGED, reason=f"no {column or 'metric'}")
 
 
+def margins_of(results: SuiteResults) -> Margins:
+    """The margins a suite's results were run with (its ``[margins]`` table), else the
+    defaults."""
+    return Margins.of(results.suite.get("margins"))
+
+
+def convergence_flag(group: pd.DataFrame) -> str:
+    """``"chains disagree (R\u0302 up to 1.04)"`` where a sampler's chains do, else ""."""
+    if "rhat_max" not in group:
+        return ""
+    rhat = group["rhat_max"].astype(float).max()
+    return f"chains disagree (R\u0302 up to {fmt.number(rhat, 3)})" if rhat > RHAT_OK else ""
+
+
 def recommend(
-    dataset: str, cells: pd.DataFrame, references: Sequence[ReferenceEntry]
+    dataset: str,
+    cells: pd.DataFrame,
+    references: Sequence[ReferenceEntry],
+    margins: Margins | None = None,
 ) -> Recommendation:
     """The verdict on ``dataset`` from its ``cells`` (with their cost, :func:`with_cost`) and
-    its references."""
+    its references, judged within ``margins`` (default: :class:`Margins`' defaults)."""
+    margins = Margins() if margins is None else margins
     basis = basis_of(cells, references)
     passed = references_pass(references)
     eligible = eligible_groups(cells)
@@ -328,15 +461,22 @@ def recommend(
         else:
             rankable.add(key)
     if basis is not None and rankable:
-        tie, top = _tie_group(cells, basis, rankable)
+        judge = _Judge(cells, basis, margins)
+        top = judge.top(rankable)
         for key in rankable:
-            grade = Grade.TRUST if key == top else Grade.AS_GOOD if key in tie else Grade.WORSE
-            values = groups[key][basis.column].astype(float)
-            cost = mean_se(groups[key][COST])[0]
+            comparison = None if key == top else judge.against(key, top)
+            grade = Grade.TRUST if comparison is None else _GRADES[comparison.outcome]
+            group = groups[key]
+            values = group[basis.column].astype(float)
             ratio = math.nan
-            if basis.column in FLOOR_DISTANCES and FLOOR_RATIO in groups[key]:
-                ratio = mean_se(groups[key][FLOOR_RATIO])[0]
-            standings[key] = Standing(key, grade, *mean_se(values), cost, floor_ratio=ratio)
+            if basis.column in FLOOR_DISTANCES and FLOOR_RATIO in group:
+                ratio = mean_se(group[FLOOR_RATIO])[0]
+            standings[key] = Standing(
+                key, grade, *mean_se(values), mean_se(group[COST])[0], floor_ratio=ratio,
+                n=int(np.isfinite(values).sum()), cost_compiled=mean_se(group[COST_COMPILED])[0],
+                comparison=comparison, as_reference=judge.as_reference(group),
+                flag=convergence_flag(group),
+            )  # fmt: skip
 
     def order(s: Standing) -> tuple:
         value = s.value if basis is not None and basis.lower else -s.value
@@ -347,18 +487,68 @@ def recommend(
             backend_key(s.group[1]),
         )
 
-    return Recommendation(dataset, basis, tuple(sorted(standings.values(), key=order)))
+    return Recommendation(dataset, basis, tuple(sorted(standings.values(), key=order)), margins)
 
 
-def _tie_group(cells: pd.DataFrame, basis: Basis, rankable: set[Group]) -> tuple[set[Group], Group]:
-    """The groups tied for best and the one with the best mean."""
-    verdict = rank(cells, basis.column, rankable)
-    if verdict is None or verdict.top is None:  # a single group with a value
-        (only,) = rankable
-        return {only}, only
-    if verdict.best is not None:
-        return {verdict.best}, verdict.best
-    return set(verdict.tied), verdict.top
+_GRADES = {
+    Outcome.AS_GOOD: Grade.AS_GOOD,
+    Outcome.WORSE: Grade.WORSE,
+    Outcome.UNDECIDED: Grade.UNDECIDED,
+}
+
+
+class _Judge:
+    """Rankable groups of one dataset on one basis, compared as the module docstring says."""
+
+    def __init__(self, cells: pd.DataFrame, basis: Basis, margins: Margins) -> None:
+        self.cells, self.basis, self.margins = cells, basis, margins
+        self.log_ratio = basis.column in FLOOR_DISTANCES
+        values = cells[basis.column].astype(float)
+        # On a distance the comparison scale is its log: lower is better either way.
+        self.scale = np.log(values.clip(lower=TINY_DISTANCE)) if self.log_ratio else values
+
+    def _of(self, group: Group) -> pd.Series:
+        return by_replicate(self.cells, self.scale, group)
+
+    def top(self, rankable: set[Group]) -> Group:
+        """The group with the best mean on the comparison scale."""
+        sign = 1.0 if self.basis.lower else -1.0
+        return min(rankable, key=lambda g: (sign * float(self._of(g).mean()), g))
+
+    def margin(self, top: Group) -> float:
+        """The margin against ``top`` on the comparison scale (see the module docstring)."""
+        if not self.log_ratio:
+            return self.margins.test_ll_nats
+        ratio = self.margins.fidelity_ratio
+        mine = _of_group(self.cells, top)
+        if FLOOR_RATIO in mine:
+            floors = (mine[self.basis.column] / mine[FLOOR_RATIO]).astype(float)
+            floor, distance = mean_se(floors)[0], math.exp(float(self._of(top).mean()))
+            if np.isfinite(floor) and distance > 0:
+                ratio = max(ratio, 1.0 + floor / distance)
+        return math.log(ratio)
+
+    def against(self, group: Group, top: Group) -> Comparison:
+        """``group`` against ``top`` on the replicates they share."""
+        mine, theirs = self._of(group), self._of(top)
+        common = mine.index.intersection(theirs.index)
+        a, b = mine.loc[common].to_numpy(float), theirs.loc[common].to_numpy(float)
+        # On the log scale the log-ratio is a difference; on a score, higher is better.
+        excess = a - b if self.basis.lower else paired_excess(a, b, log_ratio=False)
+        return compare(excess, self.margin(top))
+
+    def as_reference(self, group: pd.DataFrame) -> bool:
+        """Whether ``group``'s distance is shown within ``fidelity_ratio`` times the floor."""
+        if not self.log_ratio or FLOOR_RATIO not in group:
+            return False
+        ratios = group[FLOOR_RATIO].astype(float).to_numpy()
+        ratios = ratios[np.isfinite(ratios)]
+        logs = np.log(np.clip(ratios, TINY_DISTANCE, None))
+        return within(logs, math.log(self.margins.fidelity_ratio))
+
+
+def _of_group(cells: pd.DataFrame, group: Group) -> pd.DataFrame:
+    return cells[(cells["method"] == group[0]) & (cells["backend"] == group[1])]
 
 
 def mean_se(values: pd.Series) -> tuple[float, float]:
@@ -377,7 +567,12 @@ def with_cost(cells: pd.DataFrame) -> pd.DataFrame:
     compile_s = cells.get("time_compile", pd.Series(0.0, index=cells.index)).astype(float)
     # A tuned contestant's cost includes its tuning: the fits on the validation split.
     tuning = cells.get("time_tuning", pd.Series(0.0, index=cells.index)).astype(float)
-    out = cells.assign(**{COST: total - compile_s.fillna(0.0) + tuning.fillna(0.0)})
+    out = cells.assign(
+        **{
+            COST: total - compile_s.fillna(0.0) + tuning.fillna(0.0),
+            COST_COMPILED: total + tuning.fillna(0.0),
+        }
+    )
     if "nll" in out:  # classification: test LL is -NLL (regression cells keep their own)
         test_ll = out.get("test_ll", pd.Series(np.nan, index=out.index)).astype(float)
         out = out.assign(test_ll=test_ll.fillna(-out["nll"].astype(float)))

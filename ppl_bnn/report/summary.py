@@ -35,6 +35,7 @@ from matplotlib.ticker import LogLocator
 
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Figure, Inline, Link, Paragraph, Section, Strong, Table, slug
+from ppl_bnn.report.equivalence import Margins
 from ppl_bnn.report.fidelity import FLOOR_DISTANCES, FLOOR_RATIO
 from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
@@ -55,6 +56,8 @@ from ppl_bnn.report.recommend import (
     Grade,
     Recommendation,
     Standing,
+    convergence_flag,
+    margins_of,
     mean_se,
     with_cost,
 )
@@ -69,9 +72,6 @@ from ppl_bnn.report.tables import (
     no_floor_detail,
 )
 
-#: A contestant sampler's chains agree when the largest R-hat of its test predictions is at most
-#: this (Vehtari et al. 2021); above it, its flags say so.
-RHAT_OK = 1.01
 #: What a dataset without a reference with a floor is ranked and drawn on.
 TEST_ONLY = "the front and the ranking use test log-likelihood and cost alone"
 
@@ -185,10 +185,8 @@ def _flags(group: pd.DataFrame, standing: Standing) -> str:
     """What a reader should know of a contestant beyond its numbers: why it is avoided or not
     judged, sampler chains that disagree, cells that failed."""
     flags = [standing.why] if standing.reason else []
-    if "rhat_max" in group:
-        rhat = group["rhat_max"].astype(float).max()
-        if rhat > RHAT_OK:
-            flags.append(f"chains disagree (R\u0302 up to {fmt.number(rhat, 3)})")
+    if convergence_flag(group):
+        flags.append(convergence_flag(group))
     for status, words in STATUS_WORDS.items():
         hits = int((group["status"] == status).sum())
         if hits and words != standing.reason:
@@ -201,7 +199,7 @@ def _flags(group: pd.DataFrame, standing: Standing) -> str:
 def _basis_order(used: pd.DataFrame, rec: Recommendation) -> Callable[[Standing], tuple]:
     """Ranked contestants first, then those to avoid, then those not judged; by the basis
     within each."""
-    ranked = (Grade.TRUST, Grade.AS_GOOD, Grade.WORSE)
+    ranked = (Grade.TRUST, Grade.AS_GOOD, Grade.UNDECIDED, Grade.WORSE)
 
     def key(standing: Standing) -> tuple:
         block = 0 if standing.grade in ranked else 1 + (standing.grade == Grade.NOT_JUDGED)
@@ -393,9 +391,19 @@ def set_aside_note(results: SuiteResults) -> Paragraph | None:
     )
 
 
+def _margin_words(margins: Margins) -> str:
+    """The margins in words, for the Summary's rule."""
+    return (
+        f"on fidelity, distances within {fmt.number(margins.fidelity_ratio)}\u00d7 of each "
+        "other, or one floor apart where that is more; on test log-likelihood, "
+        f"{fmt.number(margins.test_ll_nats)} nats per point"
+    )
+
+
 def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> Section:
     """ "Summary": the rule behind the recommendations, then one subsection per dataset."""
     section = Section("Summary", "summary")
+    margins = margins_of(results)
     section.blocks.append(
         Paragraph.of(
             "Which approximation to trust for its cost, per dataset, generated from the stored "
@@ -408,10 +416,15 @@ def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> S
             "front. Avoid a contestant with a cell worse than a constant predictor or that "
             f"diverged, or whose predictive std out of range is below {OVERCONFIDENT:g} of the "
             "reference's (one with a floor). Not judged: a failed or timed-out cell, or a "
-            "reduced budget. Among "
-            "the rest, trust the best mean; the contestants a paired t-test over splits and "
-            "seeds at the 5% level cannot tell from it are as good, and the cheapest of them is "
-            "named; the others are worse."
+            "reduced budget. Among the rest, trust the best mean (on fidelity, the geometric "
+            "mean of the distances). Each other contestant is compared with it over the splits "
+            "and seeds both ran, by two one-sided tests at the 5% level: as good where shown "
+            f"equivalent within the margin ({_margin_words(margins)}), worse where shown worse "
+            "(a paired t-test at the 5% level), and otherwise undecided: its n replicates "
+            "cannot tell, and more seeds would. The cheapest contestant shown as good is named, "
+            "and, on fidelity, the cheapest shown as good as the reference (its distance within "
+            f"{fmt.number(margins.fidelity_ratio)}\u00d7 the floor). Costs are fit and tuning "
+            "seconds without compilation, with it beside."
         )
     )
     for note in (summary_note(results), set_aside_note(results)):

@@ -11,6 +11,7 @@ from ppl_bnn import BNN, priors
 from ppl_bnn.bench.cell import Cell, model_arguments
 from ppl_bnn.bench.suite import SUITES_DIR, SuiteError, load_suite, parse_suite
 from ppl_bnn.data import load_dataset
+from ppl_bnn.report.equivalence import Margins
 
 RAW = {
     "name": "tiny",
@@ -259,6 +260,10 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
             {**SINE_ONLY, "methods": {"nuts": {"potential": "traced"}}},
             "nuts on numpyro: option 'potential' .* applies to the pyro backend only",
         ),
+        ({"margins": {"fidelity_ratio": 1.0}}, r"\[margins\]: .*fidelity_ratio must be a finite"),
+        ({"margins": {"test_ll_nats": "0.1"}}, r"\[margins\]: test_ll_nats must be a number"),
+        ({"margins": {"nats": 0.1}}, r"\[margins\]: unknown margin\(s\) nats"),
+        ({"margins": 1.25}, r"\[margins\]: must be a table"),
     ],
 )
 def test_bad_suites(changes: dict, match: str) -> None:
@@ -416,3 +421,9 @@ def test_default_suite_runs_the_baselines_on_every_set() -> None:
         assert (dataset, "swag") not in contestants  # untuned SWAG has no learning rate to show
     laplace = [c for c in suite.cells() if c.method == "laplace"]
     assert all(c.options.get("hessian", "ggn") == "ggn" for c in laplace)
+
+
+def test_margins_default_and_are_read_from_the_suite() -> None:
+    assert parse_suite(_suite()).margins == Margins()
+    suite = parse_suite(_suite(margins={"fidelity_ratio": 1.5}))
+    assert suite.margins == Margins(fidelity_ratio=1.5, test_ll_nats=0.05)
