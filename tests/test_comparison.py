@@ -140,7 +140,8 @@ def test_the_verdict_describes_the_chain_ensemble_and_its_floor(tmp_path: Path) 
     assert verdict.reference_passed and verdict.reference_line() == PASSED
     assert verdict.lines()[0] == (
         "d: Trust nuts/numpyro (W2 to ref. 0.030 \u00b1 0.010, indistinguishable from the "
-        f"reference). Ranked on {FIDELITY_WHY}."
+        "reference). None is shown as good as the reference (within 1.25\u00d7 its floor); the "
+        f"closest, nuts/numpyro, is 0.70\u00d7 the floor. Ranked on {FIDELITY_WHY}."
     )
     assert "Closest to the reference: nuts/numpyro." in str(verdict)
 

@@ -87,3 +87,20 @@ def more_cells(
     need = seeds_to_add(recommendations(results), seeds_run(results.cells), suite.auto_seeds)
     cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only, seeds=suite.all_seeds)
     return [c for c in cells if need.get((c.label, c.contestant, c.backend)) == c.seed]
+
+
+def stored_cells(
+    suite: Suite,
+    cells_dir: Path,
+    known: set[str],
+    *,
+    data_dir: str | None = None,
+    max_splits: int | None = None,
+    only: Mapping[str, set[str]] | None = None,
+) -> list[Cell]:
+    """The cells of seeds an earlier run added (beyond ``known``) that have a folder under
+    ``cells_dir``: a resumed run counts them as its own."""
+    if suite.auto_seeds is None:
+        return []
+    cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only, seeds=suite.all_seeds)
+    return [c for c in cells if c.cell_id not in known and (cells_dir / c.cell_id).is_dir()]

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.bench import pool
-from ppl_bnn.bench.auto_seeds import more_cells
+from ppl_bnn.bench.auto_seeds import more_cells, stored_cells
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.data_files import write_split_rows
 from ppl_bnn.bench.environment import timestamp
@@ -554,6 +554,9 @@ def run_suite(
                 suite.name,
                 " ".join(chosen),
             )
+        selection = {"data_dir": data_dir, "max_splits": max_splits, "only": only}
+        # seeds = "auto": the seeds an earlier run added are this run's too.
+        cells.extend(stored_cells(suite, cells_dir, {c.cell_id for c in cells}, **selection))
         configs = current_configs(suite, data_dir)
         todo, kept = plan(cells, cells_dir, retry=retry, rerun_failed=rerun_failed, force=force)
         summary = SweepSummary()
@@ -607,8 +610,7 @@ def run_suite(
             sweep(ref_todo, todo)
             while suite.auto_seeds is not None:  # seeds = "auto": rounds until decided
                 known = {c.cell_id for c in cells}
-                more = more_cells(suite, results, data_dir=data_dir, max_splits=max_splits,
-                                  only=only)  # fmt: skip
+                more = more_cells(suite, results, **selection)
                 more = [c for c in more if c.cell_id not in known]
                 if not more:
                     break

@@ -506,6 +506,8 @@ def parse_suite(
         if backend not in BACKENDS:
             raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(BACKENDS)}")
     auto = raw.get("seeds") == AUTO
+    if isinstance(raw.get("seeds"), str) and not auto:
+        raise SuiteError(f'{where}: seeds must be a list of seeds or "auto", got {raw["seeds"]!r}')
     seeds = AUTO_SEEDS if auto else tuple(check_indices(where, raw, "seeds", (0,)))
     model = check_model(f"{where} [model]", raw.get("model", {}))
     methods = parse_methods(where, raw["methods"])
@@ -542,7 +544,7 @@ def parse_suite(
     for entry in suite.datasets:
         for method in suite.methods:
             for backend in dict.fromkeys([*backends, *named]):
-                cells = suite._cells(entry, 0, method, backend)
+                cells = suite._cells(entry, 0, method, backend, suite.seeds)
                 # Cells differ in their seed only, or in a sweep's value (each value is
                 # checked), or are tuned (each combination of the grid is checked).
                 first = cells[0].seed if cells else None

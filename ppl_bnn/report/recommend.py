@@ -289,9 +289,12 @@ class Recommendation:
         if cheap is not None:
             cost = f", {cheap.cost_text()}" if cheap.cost_text() else ""
             return f"as good as the reference ({within}) for the least: {cheap.name}{cost}"
+        ratio = closest.floor_ratio
+        times = f"{fmt.number(ratio, 3 if 1 <= ratio < 1.1 else 2)}\u00d7"
+        fewer = f" (n = {closest.n}: more seeds would tell)" if 0 < closest.n < 2 else ""
         return (
             f"none is shown as good as the reference ({within}); the closest, {closest.name}, "
-            f"is {fmt.against_floor(closest.floor_ratio)}"
+            f"is {times} the floor{fewer}"
         )
 
     def to_dict(self) -> dict[str, object]:

@@ -54,7 +54,7 @@ def test_a_suite_with_auto_seeds_starts_at_three_and_lists_every_seed_up_to_the_
     assert {c.seed for c in suite.cells()} == {0, 1, 2}
     configs = current_configs(suite, None)
     assert {int(cid.rsplit("seed", 1)[1]) for cid in configs} == set(range(auto_seeds.AUTO_CAP))
-    with pytest.raises(SuiteError, match="seeds must be a non-empty list"):
+    with pytest.raises(SuiteError, match="seeds must be a list of seeds or \"auto\", got 'many'"):
         tiny_suite(seeds="many")
 
 

@@ -91,7 +91,7 @@ def test_references_expand_per_dataset_and_split() -> None:
     assert parse_suite(_suite(reference=None)).references() == []
     defaults = parse_suite(_suite(reference={})).reference
     assert defaults is not None and defaults.as_dict() == {
-        "engine": "mclmc", "num_chains": 256, "chains_per_batch": 16, "target_floor": 0.01,
+        "engine": "mclmc", "num_chains": 512, "chains_per_batch": 16, "target_floor": 0.01,
         "max_seconds": 600.0, "num_warmup": 2000, "num_samples": 100, "thinning": 20,
         "max_tree_depth": None, "target_accept": None, "seed": 0, "timeout_s": 1800.0,
         "stored_draws": 1000,
@@ -196,7 +196,7 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ),
         ({"reference": {"engine": "hmc"}}, r"unknown engine 'hmc'; available: mclmc, nuts"),
         ({"reference": {"max_tree_depth": 5}}, "max_tree_depth is not read by the mclmc engine"),
-        ({"reference": {"chains_per_batch": 257}}, "chains_per_batch must be from 1 to num_chains"),
+        ({"reference": {"chains_per_batch": 513}}, "chains_per_batch must be from 1 to num_chains"),
         ({"reference": {"target_floor": 0}}, "target_floor must be a finite number > 0, got 0"),
         ({"reference": {"max_seconds": "long"}}, "max_seconds must be a finite number > 0"),
         ({"reference": {"seed": -2}}, "seed must be an integer >= 0, got -2"),

@@ -90,7 +90,7 @@ def test_only_a_contestant_shown_equivalent_is_as_good_and_its_cheapest_named(tm
     assert rec.cheapest_as_good is not None and rec.cheapest_as_good.group[0] == "hmc"
     sentence = rec.sentence()
     assert sentence.startswith("Trust nuts/numpyro (W2 to ref. 1 \u00b1 0; n = 3)")
-    assert "hmc/numpyro is as good at 1/5 of the cost (1.05 \u00b1 0.012)" in sentence
+    assert "hmc/numpyro is as good at 1/5 of the cost (1.050 \u00b1 0.012)" in sentence
     assert "undecided (n = 3): sgld/numpyro; more seeds would tell" in sentence
     assert sentence.endswith(f"Ranked on {FIDELITY_WHY}.")
     assert "svi" not in sentence  # worse: neither trusted nor to avoid
@@ -134,7 +134,7 @@ def test_without_a_reference_the_best_held_out_quality_is_trusted():
     assert rec.basis.column == "test_ll" and "no reference posterior" in rec.basis.why
     assert _grades(rec) == {"svi": Grade.TRUST, "map": Grade.WORSE}
     assert rec.cheapest_as_good is None
-    assert rec.sentence().startswith("Trust svi/numpyro (test LL -1 ± 0)")
+    assert rec.sentence().startswith("Trust svi/numpyro (test LL -1 ± 0; n = 3)")
 
 
 def test_a_reference_without_a_floor_never_decides(tmp_path):
@@ -259,7 +259,7 @@ def test_the_floor_widens_the_margin_and_the_cheapest_as_good_as_the_reference_i
     assert "sgld/numpyro is as good at 1/20 of the cost" in sentence
     assert (
         "As good as the reference (within 1.25\u00d7 its floor) for the least: sgld/numpyro, "
-        "0.5 s." in sentence
+        "0.500 s." in sentence
     )
     assert standings["svi"].against_floor == "4\u00d7 the floor"
     # Without the floor the margin is 1.25x: hmc is worse.
@@ -304,7 +304,7 @@ def test_contestants_within_the_floor_are_said_to_be_indistinguishable(tmp_path)
     }  # fmt: skip
     assert rec.sentence().startswith(
         "Trust nuts/numpyro (W2 to ref. 1 \u00b1 0, indistinguishable from the reference; "
-        "n = 3); hmc/numpyro is as good at 1/5 of the cost (1.05 \u00b1 0.012, "
+        "n = 3); hmc/numpyro is as good at 1/5 of the cost (1.050 \u00b1 0.012, "
         "indistinguishable from the reference; 2 more as good (sgld/numpyro indistinguishable "
         "from the reference))."
     )
