@@ -22,10 +22,19 @@ import re
 import shutil
 import statistics
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from ppl_bnn.reference import PREDICTIONS_FILE
+from ppl_bnn.report.equivalence import Margins
+from ppl_bnn.report.fidelity import FLOOR_DISTANCES
 from ppl_bnn.report.fmt import mean_se
+from ppl_bnn.report.load import ReferenceEntry
+from ppl_bnn.report.recommend import recommend, with_cost
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SUITES = Path(__file__).resolve().parent
@@ -323,6 +332,48 @@ def store(results_dir: Path, command: str) -> Path:
     return folder
 
 
+def _standing_in(basis: str, folder: Path) -> list[ReferenceEntry]:
+    """A reference with a floor where the Summary ranked on fidelity, none otherwise: what the
+    rule reads of a run's references."""
+    if basis not in FLOOR_DISTANCES:
+        return []
+    (folder / PREDICTIONS_FILE).write_bytes(b"")
+    return [ReferenceEntry("any", 0, "ok", True, None, {}, {}, {}, 1.0, folder)]
+
+
+def verdicts(suite: str) -> list[dict[str, Any]]:
+    """The Summary's verdict per dataset of ``benchmarks/results/<suite>/``, recomputed from its
+    ``results.csv`` by the rule as it is (:func:`ppl_bnn.report.recommend.recommend`, the suite
+    file's margins), each dataset's references stood in for by its stored basis: what
+    ``nox -s report`` writes, for records whose results folder is not at hand. The sentence keeps
+    its stored words on the basis, which name the references."""
+    folder = RESULTS / suite
+    cells = pd.read_csv(folder / "results.csv")
+    if "sweep" in cells:
+        cells = cells[cells["sweep"].isna()]
+    margins = Margins.of(tomllib.loads((folder / "suite.toml").read_text()).get("margins"))
+    out = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for entry in json.loads((folder / "summary.json").read_text())["datasets"]:
+            mine = with_cost(cells[cells["dataset"] == entry["dataset"]])
+            references = _standing_in(entry["basis"], Path(scratch))
+            found = recommend(entry["dataset"], mine, references, margins).to_dict()
+            head = found["sentence"].split(" Ranked on ")[0]
+            why = entry["sentence"].partition(" Ranked on ")[2]
+            sentence = f"{head} Ranked on {why}" if why else head
+            out.append({**found, "basis": entry["basis"], "basis_why": entry["basis_why"],
+                        "sentence": sentence})  # fmt: skip
+    return out
+
+
+def reverdict(suite: str) -> None:
+    """Rewrite ``summary.json``'s verdicts with :func:`verdicts`."""
+    path = RESULTS / suite / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["datasets"] = verdicts(suite)
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="default")
@@ -331,14 +382,20 @@ def main(argv: list[str] | None = None) -> int:
         "--command", help="with --store: the command that ran the suite, as a reader would type it"
     )
     parser.add_argument("--write", type=Path, help="the README to put the table into")
+    parser.add_argument("--verdict", action="store_true",
+                        help="recompute the suite's stored verdicts from its stored cells by the "
+                             "rule as it is")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.verdict:
+        reverdict(args.suite)
+        print(f"verdicts of {args.suite} recomputed")
     if args.store:
         if not args.command:
             parser.error("--store needs --command: the command that ran the suite")
         print(f"records kept in {store(args.store, args.command)}")
     if args.write:
         print("README updated" if write(args.write, args.suite) else "README already current")
-    if not (args.store or args.write):
+    if not (args.store or args.write or args.verdict):
         print(headline(args.suite))
     return 0
 
