@@ -24,12 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench.auto_seeds import AUTO
 from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION
 from ppl_bnn.bench.lock import LOCK_FILE
 from ppl_bnn.bench.record import MAX_ATTEMPTS, REPLACED_DIR, SUITE_FILE, attempts_made, read_record
 from ppl_bnn.bench.runner import FITS_DIR, SweepSummary, run_suite
-from ppl_bnn.bench.suite import Suite, parse_suite
+from ppl_bnn.bench.suite import AUTO, Suite, parse_suite
 from ppl_bnn.comparison import Comparison
 from ppl_bnn.data.files import array_table
 from ppl_bnn.data.splits import split_table

@@ -2,39 +2,28 @@ r"""``seeds = "auto"``: replicates added where the verdict needs them.
 
 With three seeds most contestants that are in truth as good as the trusted one come out
 *undecided* (:mod:`ppl_bnn.report.equivalence`): the seeds cannot tell. A suite with
-``seeds = "auto"`` (``compare(seeds="auto")``) runs seeds :data:`AUTO_SEEDS` first, renders its
-verdict, and then, round by round, adds the next seed to every undecided contestant of a
-dataset and to that dataset's trusted one (the comparison is paired), until no contestant is
-undecided or each has :data:`AUTO_CAP` seeds. A resumed run picks up where the stored cells
-leave off: the rounds are computed from what is stored. Contestants that are decided, avoided
-or not judged get no more seeds.
+``seeds = "auto"`` (``compare(seeds="auto")``) runs seeds
+:data:`~ppl_bnn.bench.suite.AUTO_SEEDS` first, renders its verdict, and then, round by round,
+adds the next seed to every undecided contestant of a dataset and to that dataset's trusted one
+(the comparison is paired), until no contestant is undecided or each has
+:data:`~ppl_bnn.bench.suite.AUTO_CAP` seeds. A resumed run picks up where the stored cells leave
+off: the rounds are computed from what is stored. Contestants that are decided, avoided or not
+judged get no more seeds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from ppl_bnn.bench.cell import Cell
+from ppl_bnn.bench.suite import Suite
 from ppl_bnn.report.answer import recommendations
 from ppl_bnn.report.fidelity import with_fidelity
 from ppl_bnn.report.load import load_results
 from ppl_bnn.report.recommend import Grade, Recommendation
-
-if TYPE_CHECKING:
-    from ppl_bnn.bench.suite import Suite
-
-#: The value of ``seeds`` that asks for this.
-AUTO = "auto"
-#: The seeds every cell runs first.
-AUTO_SEEDS: tuple[int, ...] = (0, 1, 2)
-#: The most seeds a contestant gets: at the spread of the default suite's fidelity (log-ratios
-#: with standard deviation about 0.2) two equal contestants are shown as good 9 times in 10 at
-#: ten seeds (``tests/report/test_equivalence.py``).
-AUTO_CAP = 10
 
 Group = tuple[str, str, str]  # (dataset label, contestant, backend)
 

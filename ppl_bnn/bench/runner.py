@@ -608,24 +608,40 @@ def run_suite(
 
         try:
             sweep(ref_todo, todo)
-            while suite.auto_seeds is not None:  # seeds = "auto": rounds until decided
-                known = {c.cell_id for c in cells}
-                more = more_cells(suite, results, **selection)
-                more = [c for c in more if c.cell_id not in known]
-                if not more:
-                    break
-                cells.extend(more)
-                todo, kept = plan(more, cells_dir, retry=retry, rerun_failed=rerun_failed)
-                _count_kept(summary, kept)
-                logger.info("%s: seeds = \"auto\": %d more cells for the undecided, %d to run",
-                            suite.name, len(more), len(todo))  # fmt: skip
-                sweep([], todo)
+            _auto_rounds(suite, results, cells, summary, lambda todo: sweep([], todo),
+                         retry=retry, rerun_failed=rerun_failed, **selection)  # fmt: skip
         except KeyboardInterrupt:
             finish(interrupted=True)
             raise
         _in_job_order(summary, ref_jobs)
         finish(interrupted=False)
         return summary
+
+
+def _auto_rounds(
+    suite: Suite,
+    results: Path,
+    cells: list[Cell],
+    summary: SweepSummary,
+    sweep: Callable[[list[Cell]], None],
+    *,
+    retry: bool,
+    rerun_failed: bool,
+    **selection: Any,
+) -> None:
+    """``seeds = "auto"``: the rounds of :mod:`~ppl_bnn.bench.auto_seeds`, each planned like a
+    sweep's cells and run by ``sweep``, until a round adds no cell; ``cells`` grows by them."""
+    while suite.auto_seeds is not None:
+        known = {c.cell_id for c in cells}
+        more = [c for c in more_cells(suite, results, **selection) if c.cell_id not in known]
+        if not more:
+            return
+        cells.extend(more)
+        todo, kept = plan(more, results / "cells", retry=retry, rerun_failed=rerun_failed)
+        _count_kept(summary, kept)
+        logger.info("%s: seeds = \"auto\": %d more cells for the undecided, %d to run",
+                    suite.name, len(more), len(todo))  # fmt: skip
+        sweep(todo)
 
 
 def _count_kept(summary: SweepSummary, kept: list[dict[str, Any]]) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from ppl_bnn.bench import auto_seeds
 from ppl_bnn.bench.runner import run_suite
-from ppl_bnn.bench.suite import SuiteError
+from ppl_bnn.bench.suite import AUTO_CAP, SuiteError
 from ppl_bnn.bench.suite_file import current_configs
 from ppl_bnn.report.load import load_results
 from ppl_bnn.report.recommend import Grade, Recommendation, Standing
@@ -50,10 +50,10 @@ def test_the_undecided_and_the_trusted_get_the_next_seed_up_to_the_cap():
 
 def test_a_suite_with_auto_seeds_starts_at_three_and_lists_every_seed_up_to_the_cap():
     suite = tiny_suite(seeds="auto")
-    assert suite.seeds == (0, 1, 2) and suite.auto_seeds == auto_seeds.AUTO_CAP
+    assert suite.seeds == (0, 1, 2) and suite.auto_seeds == AUTO_CAP
     assert {c.seed for c in suite.cells()} == {0, 1, 2}
     configs = current_configs(suite, None)
-    assert {int(cid.rsplit("seed", 1)[1]) for cid in configs} == set(range(auto_seeds.AUTO_CAP))
+    assert {int(cid.rsplit("seed", 1)[1]) for cid in configs} == set(range(AUTO_CAP))
     with pytest.raises(SuiteError, match="seeds must be a list of seeds or \"auto\", got 'many'"):
         tiny_suite(seeds="many")
 
