@@ -408,7 +408,9 @@ def test_the_answer_fits_the_first_screen_of_a_default_sized_report(
         hover = page.evaluate(
             "document.querySelector('.scoreboard td.mark-trust').getAttribute('title')"
         )
-        assert re.search(r"on \w+: trust; (W2 to ref\.|test LL) [-\d.]+ ± [\d.]+; [\d.]+ s$", hover)
+        assert re.search(
+            r"on \w+: trust; (W2 to ref\.|test LL) [-\d.]+ ± [\d.]+; n = 3; [\d.]+ s$", hover
+        )
         # The suite's description and the contents come after the answer, folded.
         about = page.evaluate(
             "(() => { const d = document.querySelector('details.about');"
@@ -424,6 +426,6 @@ def test_the_tiny_suites_answer_names_each_dataset(report: Opened) -> None:
         "[...document.querySelectorAll('#answer li')].map(li => li.innerText)"
     )
     assert [item.split(":")[0] for item in items] == ["sine", "blobs"]
-    assert items[0].startswith("sine: Trust nuts/numpyro (test LL 0.449)")
+    assert items[0].startswith("sine: Trust nuts/numpyro (test LL 0.449; n = 1")
     report.page.click("#answer a[href='#summary-blobs']")
     report.page.wait_for_function("location.hash === '#summary-blobs'")
