@@ -145,6 +145,7 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
         "fidelity_ratio": 1.25,
         "test_ll_nats": 0.05,
     }
+    assert plan_comparison(_model(), seeds="auto").table["seeds"] == "auto"  # the suite's own
 
 
 def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> None:
