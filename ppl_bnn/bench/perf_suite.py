@@ -115,7 +115,12 @@ class PerfSuite:
     description: str
     probes: tuple[Probe, ...]
     kind: str = "perf"
+    # What a fit suite has and a performance suite does not: a reference posterior, margins
+    # for its verdicts, seeds added until they are decided.
     reference: None = None
+    margins: None = None
+    auto_seeds: None = None
+    all_seeds: None = None
 
     def cells(
         self,
@@ -123,8 +128,9 @@ class PerfSuite:
         max_splits: int | None = None,
         data_dir: object = None,
         only: Mapping[str, set[str]] | None = None,
+        seeds: object = None,
     ) -> list[Probe]:
-        """The probes (``max_splits`` and ``data_dir`` do not apply); ``only`` filters by
+        """The probes (``max_splits``, ``data_dir`` and ``seeds`` do not apply); ``only`` filters by
         dataset, method (a probe kind or a method name) and backend; a value no probe has
         raises :class:`SuiteError`."""
         check_selection(self.name, only, self.selectable())

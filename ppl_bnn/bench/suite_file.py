@@ -42,16 +42,16 @@ def write_suite_file(
     **extra: Any,
 ) -> None:
     """``suite.json``: the suite, its reference settings (null when it has none or they were
-    not run), its margins, the cells of this run, the config hash of every cell of the suite
-    (``configs``, see :func:`current_configs`; left out when None), the environment it ran in
-    and ``extra``."""
+    not run), its margins (null for a performance suite), the cells of this run, the config
+    hash of every cell of the suite (``configs``, see :func:`current_configs`; left out when
+    None), the environment it ran in and ``extra``."""
     reference = suite.reference.as_dict() if references and suite.reference else None
     data = {
         "name": suite.name,
         "kind": suite.kind,
         "description": suite.description,
         "reference": reference,
-        "margins": suite.margins.as_dict(),
+        "margins": suite.margins.as_dict() if suite.margins else None,
         "environment": environment(),
         "cells": [c.to_dict() for c in cells],
         **({"configs": configs} if configs is not None else {}),
