@@ -105,3 +105,24 @@ def test_the_summary_is_what_the_rule_gives_on_the_stored_cells(suite: str) -> N
     ``headline.py --verdict`` where the results folder is not at hand)."""
     stored = json.loads((headline.RESULTS / suite / "summary.json").read_text())["datasets"]
     assert headline.verdicts(suite) == stored
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_no_as_good_contestant_leaves_its_margin(suite: str) -> None:
+    """In the committed records, every contestant graded "as good" has a paired comparison
+    with the trusted one whose 90% interval lies inside its margin, on at least two seeds;
+    a contestant whose interval reaches the margin is never "as good"."""
+    checked = 0
+    for dataset in json.loads((headline.RESULTS / suite / "summary.json").read_text())["datasets"]:
+        for standing in dataset["standings"]:
+            comparison = standing.get("comparison")
+            if comparison is None:
+                continue
+            low, high, margin = comparison["low"], comparison["high"], comparison["margin"]
+            inside = low is not None and -margin < low <= high < margin  # None: one seed
+            assert (standing["grade"] == "as good") == (inside and comparison["pairs"] >= 2), (
+                dataset["dataset"],
+                standing["method"],
+            )
+            checked += 1
+    assert checked > 0
