@@ -1,8 +1,10 @@
-"""Two runs of a suite side by side, from their reports' ``summary.json``: each dataset's
-verdict sentence, then every contestant's grade and score (mean ± s.e. over splits and seeds, on
-the dataset's ranking basis: fidelity to the reference, or held-out test log-likelihood) before
-and after, a change marked where the two differ by more than twice their combined standard
-error, and each tuned contestant beside its default in the later run (a tie: within that noise).
+"""Two runs of a suite side by side, from their reports' ``summary.json``: first whether their
+decisions agree (the trusted contestant of each dataset in each run; every contestant "as good" in
+one run and "worse" in the other), then each dataset's verdict sentence, then every contestant's
+grade and score (mean ± s.e. over splits and seeds, on the dataset's ranking basis: fidelity to the
+reference, or held-out test log-likelihood) before and after, a change marked where the two differ
+by more than twice their combined standard error, and each tuned contestant beside its default in
+the later run (a tie: within that noise).
 
     python benchmarks/compare_summaries.py BEFORE/summary.json AFTER/summary.json
 """
@@ -44,10 +46,37 @@ def _apart(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     return abs(a["value"] - b["value"]) > 2 * noise
 
 
+def _graded(rows: dict[Any, Any], grade: str) -> set[tuple[str, str]]:
+    return {key for key, s in rows.items() if isinstance(key, tuple) and s["grade"] == grade}
+
+
+def agreement(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Markdown lines: the datasets whose trusted contestant is the same in both runs, and the
+    contestants "as good" in one run and "worse" in the other (a contradiction: each run
+    claims to have shown the opposite)."""
+    shared = [d for d in new if d in old]
+    same, lines = 0, ["## Agreement", ""]
+    for dataset in shared:
+        a, b = old[dataset], new[dataset]
+        trusted = sorted(_graded(a, "trust")), sorted(_graded(b, "trust"))
+        same += trusted[0] == trusted[1]
+        flips = (_graded(a, "as good") & _graded(b, "worse")) | (
+            _graded(a, "worse") & _graded(b, "as good")
+        )
+        names = ", ".join(f"{m}/{k}" for m, k in sorted(flips)) or "none"
+        lines.append(
+            f"- {dataset}: trusted {'/'.join(trusted[0][0]) if trusted[0] else '·'} before, "
+            f"{'/'.join(trusted[1][0]) if trusted[1] else '·'} after; "
+            f"as good in one run and worse in the other: {names}"
+        )
+    lines += ["", f"The trusted contestant is the same on {same} of {len(shared)} datasets.", ""]
+    return lines
+
+
 def compare(before: Path, after: Path) -> str:
     """The Markdown comparison of two ``summary.json`` files."""
     old, new = _standings(before), _standings(after)
-    lines = []
+    lines = agreement(old, new)
     for dataset in [*new, *(d for d in old if d not in new)]:
         a, b = old.get(dataset, {}), new.get(dataset, {})
         lines += [f"## {dataset} ({b.get('basis', a.get('basis'))})", "",
