@@ -1,8 +1,9 @@
-"""Figures drawn from stored results, returned as PNG bytes (matplotlib, Agg, no pyplot state).
+"""Figures drawn from stored results, returned as PNG bytes (matplotlib, no pyplot state).
 
 Each function returns a :class:`~ppl_bnn.report.document.Figure`, or None when the suite has no
 data for it. Figures are built on ``matplotlib.figure.Figure`` objects, never registered with
-pyplot, so nothing stays open after rendering.
+pyplot, so nothing stays open after rendering, and saved to PNG by matplotlib's own Agg canvas:
+the user's backend (a notebook's inline one) is never chosen or changed here.
 """
 
 from __future__ import annotations
@@ -13,10 +14,6 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
 
 import numpy as np
 import pandas as pd

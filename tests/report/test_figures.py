@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from ppl_bnn.methods import METHODS
 from ppl_bnn.report.style import method_color
 
@@ -21,3 +25,20 @@ def test_a_tuned_contestant_takes_a_darker_shade_of_its_methods_colour():
         return [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
 
     assert all(t < b for t, b in zip(channels(tuned), channels(method_color("map")), strict=True))
+
+
+def test_importing_the_library_leaves_the_users_matplotlib_backend_alone():
+    """A notebook's backend (here the one ``MPLBACKEND`` names) survives ``import ppl_bnn`` and
+    the report's figures, which still render to PNG under it."""
+    script = (
+        "import matplotlib, ppl_bnn, ppl_bnn.report.figures as f\n"
+        "from matplotlib.figure import Figure\n"
+        "fig = Figure(); fig.add_subplot().plot([0, 1])\n"
+        "png = f._png(fig)\n"
+        "print(matplotlib.get_backend(), png[:4] == b'\\x89PNG')\n"
+    )
+    env = {**os.environ, "MPLBACKEND": "svg"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["svg", "True"]
