@@ -29,7 +29,8 @@ The rule, for the (method, backend) groups that ran on one dataset:
 5. **As good as the reference** (fidelity with a floor): a ranked group whose distance is shown
    within ``fidelity_ratio`` times the floor (the one-sided upper bound of its mean log ratio
    to the floor below the log of the margin). The sentence names the cheapest; where there is
-   none, the closest and its multiple of the floor.
+   none, the closest and its multiple of the floor, and, where that multiple is inside the
+   margin on average but not shown to be, that more seeds would tell.
 
 On fidelity, each ranked group's mean ratio of its distance to its reference's floor
 (:data:`~ppl_bnn.report.fidelity.FLOOR_RATIO`) is kept beside its number: the sentence says
@@ -291,7 +292,10 @@ class Recommendation:
             return f"as good as the reference ({within}) for the least: {cheap.name}{cost}"
         ratio = closest.floor_ratio
         times = f"{fmt.number(ratio, 3 if 1 <= ratio < 1.1 else 2)}\u00d7"
-        fewer = f" (n = {closest.n}: more seeds would tell)" if 0 < closest.n < 2 else ""
+        if closest.n >= 2 and ratio <= self.margins.fidelity_ratio:  # inside, but not shown
+            fewer = f" on average, which n = {closest.n} cannot show: more seeds would tell"
+        else:
+            fewer = f" (n = {closest.n}: more seeds would tell)" if 0 < closest.n < 2 else ""
         return (
             f"none is shown as good as the reference ({within}); the closest, {closest.name}, "
             f"is {times} the floor{fewer}"

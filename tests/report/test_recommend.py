@@ -287,6 +287,18 @@ def test_where_none_is_as_good_as_the_reference_the_closest_and_its_gap_are_name
     )
 
 
+def test_a_closest_inside_the_margin_on_average_but_not_shown_asks_for_more_seeds(tmp_path):
+    """0.9x the floor on average, but too spread over three seeds for the upper bound to fall
+    inside 1.25x: not "as good as the reference", and the sentence says why."""
+    groups = {"nuts": {"ref_w2": (1.0, 0.5), "ref_floor_ratio": (0.9, 0.5)}}
+    rec = recommend("sine", _cells(groups), [_reference(tmp_path, passed=True)])
+    assert not any(s.as_reference for s in rec.standings)
+    assert (
+        "the closest, nuts/numpyro, is 0.90\u00d7 the floor on average, which n = 3 cannot "
+        "show: more seeds would tell." in rec.sentence()
+    )
+
+
 def test_contestants_within_the_floor_are_said_to_be_indistinguishable(tmp_path):
     """A mean ratio to the floor of at most 1 reads "indistinguishable from the reference", for
     the trusted contestant and for those shown as good; beyond it, its multiple of the floor."""
