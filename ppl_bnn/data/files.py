@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppl_bnn.model.targets import infer_task, label_text, sorted_labels
+
 log = logging.getLogger(__name__)
 
 #: File suffixes :func:`read_table` reads (case-insensitive).
@@ -302,19 +304,6 @@ def _numeric(path: str, frame: pd.DataFrame, column: str) -> np.ndarray:
     return values
 
 
-def _label_str(value: Any) -> str:
-    """A class label as a string: integral floats without ``.0`` (so 1 and 1.0 agree)."""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    if isinstance(value, np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating) and float(value).is_integer():
-        return str(int(value))
-    if isinstance(value, np.floating):
-        return repr(float(value))
-    return str(value)
-
-
 def _labels(path: str, frame: pd.DataFrame, column: str) -> list[Any]:
     """The target column's labels as Python objects; raises for a missing label."""
     series = frame[column]
@@ -322,14 +311,6 @@ def _labels(path: str, frame: pd.DataFrame, column: str) -> list[Any]:
     raw = series.astype(object).to_numpy()
     _first_problem(path, column, missing, np.zeros_like(missing), raw, "")
     return list(raw)
-
-
-def _sorted_labels(labels: list[Any]) -> list[str]:
-    """Distinct labels as strings, sorted numerically if all are numbers, else as strings."""
-    distinct = set(labels)
-    if all(isinstance(v, int | float | np.integer | np.floating | np.bool_) for v in distinct):
-        return list(dict.fromkeys(_label_str(v) for v in sorted(distinct, key=float)))
-    return sorted({_label_str(v) for v in distinct})
 
 
 def _check_class_count(path: str, target: str, count: int, labels: list[Any]) -> None:
@@ -351,13 +332,6 @@ def _check_class_count(path: str, target: str, count: int, labels: list[Any]) ->
         f"{MAX_CLASS_SHARE:g} of the rows (at most {int(MAX_CLASS_SHARE * rows)}): a class needs "
         f"rows in both the training and the test split; {hint}"
     )
-
-
-def _infer_task(dtype: Any) -> str:
-    """Float target: regression; anything else (integers, booleans, strings): classification."""
-    if pd.api.types.is_float_dtype(dtype):
-        return "regression"
-    return "classification"
 
 
 def _columns(path: str, frame: pd.DataFrame, names: Sequence[str], what: str) -> None:
@@ -436,7 +410,7 @@ def _read(
         _refuse_kind(path, frame, column)
     x = np.column_stack([_numeric(path, frame, c) for c in used])
     if task is None:
-        task = _infer_task(frame[target].dtype)
+        task = infer_task(frame[target].dtype)
         log.info(
             "%s: task %s, inferred from the %s dtype of target %r",
             path,
@@ -453,9 +427,9 @@ def _read(
         return Table(x, y, task, used, target, None, path, sha256, columns)
 
     labels = _labels(path, frame, target)
-    names = [_label_str(v) for v in labels]
+    names = [label_text(v) for v in labels]
     if classes is None:
-        classes = tuple(_sorted_labels(labels))
+        classes = tuple(sorted_labels(labels))
         if len(classes) < 2:
             raise DataFileError(
                 f"{path}: column {target!r} has a single class ({classes[0]!r}); "

@@ -12,6 +12,7 @@ from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.model.layers import Layer
 from ppl_bnn.model.priors import Prior
 from ppl_bnn.model.spec import DEFAULT_PRIOR, BNNSpec
+from ppl_bnn.model.targets import model_targets
 from ppl_bnn.model.validate import check_params, validate_inputs, validate_targets
 from ppl_bnn.seeding import numpy_generator
 
@@ -31,10 +32,17 @@ class BNN:
         x: Inputs, finite: shape (N, D), or images (N, H, W, C) (channels last; give
             ``layers=`` starting with :class:`~ppl_bnn.layers.Conv2d`, pooling or
             :class:`~ppl_bnn.layers.Flatten`).
-        y: Targets, shape (N,): floats for ``likelihood="gaussian"``, integer labels 0..K-1 for
-            ``"categorical"`` (K is ``num_classes`` or, by default, ``max(y) + 1``).
+        x, y: Arrays, lists, or pandas DataFrames and Series.
+        y: Targets, shape (N,): numbers for ``likelihood="gaussian"``; for ``"categorical"``,
+            integer labels 0..K-1 (K is ``num_classes`` or, by default, ``max(y) + 1``) or labels
+            of any kind (strings, booleans), which become class indices in sorted order
+            (:attr:`classes`).
         hidden, activation, prior_scale, fan_in_scaling: The MLP shorthand.
-        likelihood, noise, num_classes: See :class:`~ppl_bnn.model.spec.BNNSpec`.
+        likelihood, noise, num_classes: See :class:`~ppl_bnn.model.spec.BNNSpec`. Without
+            ``likelihood``, a given ``noise`` means regression, a given ``num_classes``
+            classification, and otherwise ``y`` decides: floats are a regression target;
+            integers, booleans and strings are class labels (:mod:`ppl_bnn.model.targets`).
+            Regression learns its noise unless ``noise`` is given.
         noise_prior: ``noise="learned"`` only: the prior on the noise precision (default
             Gamma(1, 0.1), which lets the noise shrink to the residuals; PBP's Gamma(6, 6) is
             ``ppl_bnn.priors.PBP_NOISE_PRIOR``; see :class:`~ppl_bnn.model.spec.BNNSpec`).
@@ -66,7 +74,7 @@ class BNN:
         activation: str = "tanh",
         prior_scale: float | Sequence[float] = 1.0,
         fan_in_scaling: bool = False,
-        likelihood: Literal["gaussian", "categorical"] = "gaussian",
+        likelihood: Literal["gaussian", "categorical"] | None = None,
         noise: float | Literal["learned"] | None = None,
         num_classes: int | None = None,
         layers: Sequence[Layer] | None = None,
@@ -74,11 +82,11 @@ class BNN:
         noise_prior: Prior | None = None,
     ) -> None:
         x_arr = validate_inputs(x)
-        y_arr = validate_targets(y, x_arr.shape[0], likelihood, num_classes)
+        targets = model_targets(y, likelihood=likelihood, noise=noise, num_classes=num_classes)
+        likelihood, noise = targets.likelihood, targets.noise
+        y_arr = validate_targets(targets.y, x_arr.shape[0], likelihood, num_classes)
         if likelihood == "categorical" and num_classes is None:
-            num_classes = int(y_arr.max()) + 1
-        if likelihood == "gaussian" and noise is None:
-            raise ValueError("gaussian likelihood needs noise: a known std > 0 or 'learned'")
+            num_classes = max(int(y_arr.max()) + 1, len(targets.classes or ()))
         shorthand = {
             "hidden": hidden,
             "activation": activation,
@@ -122,6 +130,8 @@ class BNN:
         self.spec = spec
         self.x = x_arr
         self.y = y_arr
+        #: The label of each class index where ``y`` held labels other than integers, else None.
+        self.classes = targets.classes
 
     @classmethod
     def from_spec(cls, spec: BNNSpec, x: object, y: object) -> BNN:
@@ -131,6 +141,7 @@ class BNN:
         model.spec = spec
         model.x = x_arr
         model.y = validate_targets(y, x_arr.shape[0], spec.likelihood, spec.num_classes)
+        model.classes = None
         return model
 
     @property

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -102,10 +105,42 @@ def test_object_x(xy: tuple[np.ndarray, np.ndarray]) -> None:
         BNN(x, y, hidden=(3,), noise=0.1)
 
 
-def test_non_numeric_y(xy: tuple[np.ndarray, np.ndarray]) -> None:
+def test_labels_given_a_noise_are_refused_with_the_fix(xy: tuple[np.ndarray, np.ndarray]) -> None:
     x, _ = xy
-    with pytest.raises(ValueError, match="y must be a numeric array"):
+    with pytest.raises(ValueError, match=r"y holds labels \('1.0', .*leave the likelihood out"):
         BNN(x, np.array(["1.0"] * 10), hidden=(3,), noise=0.1)
+    with pytest.raises(ValueError, match="y holds labels"):
+        BNN(x, np.array(["a", "b"] * 5), hidden=(3,), likelihood="gaussian")
+
+
+def test_string_labels_become_classes_in_sorted_order(xy: tuple[np.ndarray, np.ndarray]) -> None:
+    x, _ = xy
+    labels = pd.Series(["versicolor", "setosa", "virginica", "setosa", "setosa"] * 2)
+    model = BNN(pd.DataFrame(x, columns=["a", "b"]), labels, hidden=(3,))
+    assert model.spec.likelihood == "categorical" and model.spec.num_classes == 3
+    assert model.classes == ("setosa", "versicolor", "virginica")
+    assert model.y.tolist() == [1, 0, 2, 0, 0] * 2
+    booleans = BNN(x, np.array([True, False] * 5), hidden=(3,))
+    assert booleans.classes == ("False", "True") and booleans.y.tolist() == [1, 0] * 5
+    with pytest.raises(
+        ValueError, match=r"y has 2 missing label\(s\), at index 2, 7: drop those rows"
+    ):
+        BNN(x, ["a", "b", None, "a", "b"] * 2, hidden=(3,))
+
+
+def test_integer_labels_are_classes_and_floats_a_learned_regression(
+    xy: tuple[np.ndarray, np.ndarray], caplog: pytest.LogCaptureFixture
+) -> None:
+    x, y = xy
+    with caplog.at_level(logging.INFO, logger="ppl_bnn.model.targets"):
+        digits = BNN(x, np.array([0, 1, 2, 1, 0] * 2), hidden=(3,))
+    assert "the categorical likelihood" in caplog.text and 'likelihood="gaussian"' in caplog.text
+    assert digits.spec.likelihood == "categorical" and digits.spec.num_classes == 3
+    assert digits.classes is None
+    counts = BNN(x, np.array([0, 1, 2, 1, 0] * 2), hidden=(3,), noise="learned")
+    assert counts.spec.likelihood == "gaussian"
+    learned = BNN(x, pd.Series(y), hidden=(3,))
+    assert (learned.spec.likelihood, learned.spec.noise) == ("gaussian", "learned")
 
 
 def test_classification_non_integer_labels(xy: tuple[np.ndarray, np.ndarray]) -> None:
@@ -127,12 +162,6 @@ def test_classification_label_too_large(xy: tuple[np.ndarray, np.ndarray]) -> No
     y = np.array([0, 1, 2, 3, 0, 1, 0, 1, 0, 1])
     with pytest.raises(ValueError, match=r"y has label 3 but the model allows classes 0..2"):
         BNN(x, y, hidden=(3,), likelihood="categorical", num_classes=3)
-
-
-def test_gaussian_without_noise(xy: tuple[np.ndarray, np.ndarray]) -> None:
-    x, y = xy
-    with pytest.raises(ValueError, match="gaussian likelihood needs noise"):
-        BNN(x, y, hidden=(3,))
 
 
 def test_inputs_are_stored_as_float32(xy: tuple[np.ndarray, np.ndarray]) -> None:
