@@ -45,11 +45,12 @@ QUALITY_COLUMNS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Verdict:
     """The Summary of one dataset as objects: the recommendation, whether its references
     passed their gate, i.e. have a floor (the condition for ranking on fidelity), the front of
-    quality against cost on the recommendation's basis, and the contestants to avoid."""
+    quality against cost on the recommendation's basis, and the contestants to avoid. Its
+    ``repr`` and ``str`` are the text a reader wants (:meth:`lines`)."""
 
     #: The dataset's label.
     dataset: str
@@ -107,7 +108,8 @@ class Verdict:
         if basis is None or not self.front:
             return "Front: none (no contestant could be ranked)."
         parts = [
-            f"{p.group[0]}/{p.group[1]} {fmt.number(p.cost)} s, {fmt.number(p.quality)}"
+            f"{p.group[0]}/{p.group[1]} {fmt.number(p.cost)} s, {basis.name} "
+            f"{fmt.number(p.quality)}"
             for p in self.front
         ]
         return f"Front (cost against {basis.name}, cheapest first): " + "; ".join(parts) + "."
@@ -126,6 +128,8 @@ class Verdict:
 
     def __str__(self) -> str:
         return "\n".join(line for line in self.lines() if line)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines()[1:] if line)

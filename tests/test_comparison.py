@@ -14,6 +14,7 @@ from ppl_bnn.comparison import Verdict
 from ppl_bnn.reference import reference_document
 from ppl_bnn.report.load import REFERENCE_RETRY, ReferenceEntry
 from ppl_bnn.report.recommend import FIDELITY_WHY, Basis, Grade, Recommendation, Standing
+from ppl_bnn.report.summary import Point
 from tests.report.unfinished_records import CRASH, write_failed, write_ranked
 
 
@@ -144,6 +145,20 @@ def test_the_verdict_describes_the_chain_ensemble_and_its_floor(tmp_path: Path) 
         f"closest, nuts/numpyro, is 0.70\u00d7 the floor. Ranked on {FIDELITY_WHY}."
     )
     assert "Closest to the reference: nuts/numpyro." in str(verdict)
+
+
+def test_the_verdicts_repr_is_its_text_and_each_front_number_carries_its_label(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / PREDICTIONS_FILE).write_bytes(b"")
+    basis = Basis("test_ll", "test LL", False, "held-out test log-likelihood")
+    top = Standing(("map", "numpyro"), Grade.TRUST, value=1.12, se=0.01, cost=1.83)
+    front = (Point(("map", "numpyro"), 1.83, 0.1, 0.5, 1.12, 0.01, True),)
+    verdict = Verdict("d", Recommendation("d", basis, (top,)), (), False, front)
+    assert repr(verdict) == str(verdict)
+    assert "Front (cost against test LL, cheapest first): map/numpyro 1.83 s, test LL 1.12." in (
+        repr(verdict)
+    )
 
 
 def test_the_verdict_of_a_reference_without_a_floor_says_why_and_what_to_try(
