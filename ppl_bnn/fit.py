@@ -160,6 +160,12 @@ def fit(
         info["shared_fits"] = reused
     if compilations is not None:
         info["jax_cache"] = compilations.finish()
+    compiling = timings.get("compile")
+    logger.info(
+        "%s on %s fitted in %.1f s%s",
+        method, backend, timings["total"],
+        "" if compiling is None else f" ({compiling:.1f} s of it compiling)",
+    )  # fmt: skip
     return FitResult(
         spec=model.spec,
         method=method,

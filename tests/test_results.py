@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -346,3 +347,11 @@ def test_save_over_a_saved_fit_replaces_it_whole(tiny, model, tmp_path):
     assert loaded.method == "map" and loaded.variational is None
     assert sorted(p.name for p in path.iterdir()) == ["fit.json", "inference_data.nc"]
     assert [p.name for p in tmp_path.iterdir()] == ["fit"]  # no staging folder left behind
+
+
+def test_fit_logs_its_time_and_its_compiling_at_info(model, caplog):
+    with caplog.at_level(logging.INFO, logger="ppl_bnn.fit"):
+        result = fit(model, "map", backend="numpyro", seed=0, num_steps=20)
+    line = next(r.getMessage() for r in caplog.records if "fitted in" in r.getMessage())
+    total, compiling = result.timings["total"], result.timings["compile"]
+    assert line == f"map on numpyro fitted in {total:.1f} s ({compiling:.1f} s of it compiling)"
