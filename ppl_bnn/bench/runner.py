@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.preflight import check_cells_memory
 from ppl_bnn.bench.process import run_cell_process, run_cells_process
+from ppl_bnn.bench.progress import progress
 from ppl_bnn.bench.record import (
     FAILED,
     PREDICTIONS_FILE,
@@ -339,14 +339,6 @@ def program_groups(cells: list[tuple[Cell, Path]]) -> list[list[tuple[Cell, Path
     return list(groups.values())
 
 
-def _progress(total: int) -> Any:
-    """A progress bar for people; none under CI or without a terminal."""
-    from tqdm.auto import tqdm
-
-    quiet = bool(os.environ.get("CI")) or not os.isatty(2)
-    return tqdm(total=total, unit="job", disable=quiet, dynamic_ncols=True)
-
-
 def _executor(jobs: int | None, dask_address: str | None) -> tuple[Any, int | None, int | None]:
     """The executor's context manager, the threads each process gets (None: Dask decides) and
     the jobs to hand it at once (None: every job, for Dask to schedule)."""
@@ -387,7 +379,7 @@ def _sweep(
     shared runs (:func:`_after`) may start once that one has finished, and then goes before the
     groups that come after it in the suite, not to the end of the queue."""
     pool.allow_work()
-    with executor_cm as executor, _progress(len(references) + len(cells)) as bar:
+    with executor_cm as executor, progress(len(references) + len(cells)) as bar:
         try:
             _schedule(executor, references, cells, summary, bar, root=root, results=results,
                       on_progress=on_progress, in_flight=in_flight, **process)  # fmt: skip

@@ -1,0 +1,84 @@
+"""A sweep's progress where its user looks: a widget in a notebook that has ipywidgets, a text
+bar in a terminal or another notebook (no warning about the widget), and where no one watches
+a bar (output to a file, CI) a logged line with the count, the time spent and an estimate of
+the time left, every tenth of the jobs or every :data:`LINE_EVERY_S` seconds, whichever comes
+first."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+import time
+from typing import Any
+
+logger = logging.getLogger("ppl_bnn.bench.runner")
+
+#: Most seconds between two logged progress lines while jobs finish.
+LINE_EVERY_S = 60.0
+
+
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel."""
+    shell = sys.modules.get("IPython")
+    ip = getattr(shell, "get_ipython", lambda: None)() if shell else None
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+class LoggedProgress:
+    """A progress bar's interface (``update``, ``set_postfix_str``, a context manager) that
+    logs lines: "k of n jobs done (t spent, about u left)"."""
+
+    def __init__(self, total: int, *, clock: Any = time.monotonic) -> None:
+        self.total, self.done, self._clock = total, 0, clock
+        self._start = self._last = clock()
+        self._step = max(1, total // 10)
+        self._next = self._step
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = self._clock()
+        if self.done >= self._next or self.done >= self.total or now - self._last >= LINE_EVERY_S:
+            self._next = (self.done // self._step + 1) * self._step
+            self._last = now
+            logger.info("%s", self.line(now))
+
+    def line(self, now: float) -> str:
+        spent = now - self._start
+        text = f"{self.done} of {self.total} jobs done ({_minutes(spent)} spent"
+        if 0 < self.done < self.total:
+            left = spent / self.done * (self.total - self.done)
+            return f"{text}, about {_minutes(left)} left)"
+        return f"{text})"
+
+    def set_postfix_str(self, text: str) -> None:
+        """The last job's outcome: already logged by the job itself."""
+
+    def __enter__(self) -> LoggedProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def progress(total: int) -> Any:
+    """The progress display for ``total`` jobs (see the module docstring)."""
+    if os.environ.get("CI"):
+        return LoggedProgress(total)
+    notebook = _in_notebook()
+    if notebook and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm
+
+        return tqdm(total=total, unit="job")
+    if notebook or os.isatty(2):  # a notebook shows a text bar's updates in place
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit="job", dynamic_ncols=True, file=sys.stderr)
+    return LoggedProgress(total)
