@@ -2,12 +2,14 @@
 
 Everything is read from the stored records (nothing is refitted): a tidy table with one row per
 cell, the verdict the report's Summary shows (:class:`Verdict`, with a plain-text ``str()``), the
-report itself, and each cell's :class:`~ppl_bnn.results.FitResult`, loaded on access.
+report itself, and each cell's :class:`~ppl_bnn.results.FitResult`, loaded on access, in the
+data's own units (:attr:`Comparison.recommended`, :meth:`Comparison.fit_for`).
 """
 
 from __future__ import annotations
 
 import html
+import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ from ppl_bnn.report.tables import (
     no_floor_detail,
 )
 from ppl_bnn.results import META_FILE, FitResult
+
+logger = logging.getLogger(__name__)
 
 #: The table's quality columns, in order, where the cells have them.
 QUALITY_COLUMNS = (
@@ -259,6 +263,50 @@ class Comparison:
             if r.get("status") in COMPLETE and (cells_dir / r["cell_id"] / META_FILE).is_file()
         ]
         return _LazyFits(cells_dir, ids)
+
+    def fit_for(self, method: str, backend: str, seed: int | None = None) -> FitResult:
+        """The fit of contestant ``method`` (a tuned one as ``"map (tuned)"``) on ``backend``
+        at ``seed`` (default: its lowest seed with a result). Its ``predict`` takes inputs in
+        the data's own units and returns the predictive in the target's.
+
+        Raises:
+            ValueError: No such contestant, or no fit of it at ``seed``; the message lists
+                what there is.
+        """
+        table = self.table
+        fitted = table[table["cell_id"].isin(list(self.results))]
+        rows = fitted[(fitted["method"] == method) & (fitted["backend"] == backend)]
+        if rows.empty:
+            there = sorted(set(fitted["method"] + "/" + fitted["backend"]))
+            raise ValueError(
+                f"no fit of {method}/{backend} in {self.results_dir}; contestants with fits: "
+                f"{', '.join(there) or 'none'}"
+            )
+        if seed is not None:
+            chosen = rows[rows["seed"] == seed]
+            if chosen.empty:
+                seeds = ", ".join(str(s) for s in sorted(rows["seed"]))
+                raise ValueError(f"no fit of {method}/{backend} at seed {seed}; seeds: {seeds}")
+            rows = chosen
+        return self.results[rows.sort_values(["seed", "split"])["cell_id"].iloc[0]]
+
+    @property
+    def recommended(self) -> FitResult:
+        """The fit the Summary recommends: the cheapest contestant shown as good as the trusted
+        one, else the trusted one (its lowest seed, see :meth:`fit_for`).
+
+        Raises:
+            ValueError: Nothing could be trusted (no contestant was ranked).
+        """
+        rec = self.summary.recommendation
+        chosen = rec.cheapest_as_good or rec.trusted
+        if chosen is None:
+            raise ValueError(
+                f"{self.results_dir}: no contestant could be ranked, so none is recommended; "
+                "see the report's Summary, and use fit_for(method, backend) for a given fit"
+            )
+        logger.info("recommended: %s", chosen.name)
+        return self.fit_for(*chosen.group)
 
     def report(self, path: str | Path | None = None) -> Path:
         """Write the self-contained HTML report (and ``report.md``, ``results.csv``,

@@ -21,6 +21,7 @@ from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.model.validate import validate_inputs
 from ppl_bnn.predictive import Prediction, check_linearised_at, predictive_at
 from ppl_bnn.seeding import check_seed
+from ppl_bnn.units import Units
 
 SCHEMA_VERSION = 1
 _IDATA_FILE = "inference_data.nc"
@@ -87,6 +88,10 @@ class FitResult:
     #: the network around (:mod:`ppl_bnn.predictive`), used by :meth:`predict` and in
     #: ``log_likelihood``; None for the predictive over draws.
     linearised_at: dict[str, np.ndarray] | None = None
+    #: The units of the data the fit was made from, where it was fitted to standardised data
+    #: (a suite's or ``compare``'s cell): :meth:`predict` then takes and returns them. None:
+    #: the fit's own units are the data's (a fit of a ``BNN`` of the data as given).
+    units: Units | None = None
 
     @property
     def num_chains(self) -> int:
@@ -108,11 +113,15 @@ class FitResult:
     def predict(self, x: object) -> Prediction:
         """Posterior predictive at inputs ``x`` (N, D) or images (N, H, W, C), as the model was
         built for, vectorised over all draws (with the network linearised around
-        ``linearised_at`` where the result has one)."""
+        ``linearised_at`` where the result has one). Where the fit has :attr:`units`, ``x`` is
+        in the data's own units and so is the predictive (:mod:`ppl_bnn.units`)."""
         x_arr = validate_inputs(x, self.spec.input_shape)
-        return predictive_at(
+        if self.units is not None:
+            x_arr = validate_inputs(self.units.inputs(np.asarray(x)), self.spec.input_shape)
+        pred = predictive_at(
             self.backend, self.spec, self.draws, x_arr, linearised_at=self.linearised_at
         )
+        return pred if self.units is None else self.units.prediction(pred)
 
     def attrs(self) -> dict[str, Any]:
         """Flat, netCDF-friendly metadata: method, backend, seed, timings, versions, options."""
@@ -186,6 +195,7 @@ class FitResult:
             "losses": self.losses,
             "has_variational": self.variational is not None,
             "has_linearised": self.linearised_at is not None,
+            "units": None if self.units is None else self.units.to_dict(),
         }
         non_finite: list[list[str | int]] = []
         meta = _null_non_finite(meta, [], non_finite)
@@ -236,6 +246,12 @@ class FitResult:
         linearised_at = None
         if meta.get("has_linearised", False):
             linearised_at = _read_linearised(src / _LINEARISED_FILE, spec, meta)
+        units = None
+        if meta.get("units") is not None:
+            try:
+                units = Units.from_dict(meta["units"])
+            except (TypeError, ValueError, KeyError) as err:
+                raise ResultFileError(f"{meta_path}: 'units' cannot be read: {err}") from err
         losses = meta["losses"]
         try:
             losses = None if losses is None else np.asarray(losses, dtype=np.float64)
@@ -257,6 +273,7 @@ class FitResult:
             info=meta["info"],
             versions=meta["versions"],
             linearised_at=linearised_at,
+            units=units,
         )
 
 

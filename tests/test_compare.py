@@ -3,6 +3,7 @@ they build, and one small comparison run through both entry points with the same
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -191,6 +192,21 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     report = ours.report(tmp_path / "report")
     assert report.name == "index.html" and "Summary" in report.read_text()
     assert "<strong>diabetes-file: Trust" in ours._repr_html_()
+    # The recommended fit predicts from the file's own rows, in the target's units: its test
+    # RMSE is the table's.
+    split = json.loads((tmp_path / "python" / "data" / "diabetes-file.json").read_text())
+    rows = np.asarray(split["splits"][0]["test_rows"])
+    best = ours.recommended
+    trusted = ours.summary.recommendation.cheapest_as_good or ours.summary.recommendation.trusted
+    assert (best.method, best.backend, best.seed) == (*trusted.group, 0)
+    rmse = float(np.sqrt(np.mean((best.predict(x[rows]).mean - y[rows]) ** 2)))
+    mine = frame[(frame["method"] == best.method) & (frame["seed"] == 0)]["rmse"].item()
+    assert rmse == pytest.approx(mine, rel=1e-4)
+    assert ours.fit_for("svi", "numpyro", seed=1).seed == 1
+    with pytest.raises(ValueError, match=r"no fit of nuts/numpyro .*: map/numpyro, svi/numpyro"):
+        ours.fit_for("nuts", "numpyro")
+    with pytest.raises(ValueError, match=r"no fit of map/numpyro at seed 7; seeds: 0, 1"):
+        ours.fit_for("map", "numpyro", seed=7)
 
     # The command line: the same file, the same settings, another folder.
     status = main([

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("ppl_bnn.engine",),
     ("ppl_bnn.model", "ppl_bnn.layers", "ppl_bnn.priors"),
-    ("ppl_bnn.predictive", "ppl_bnn.metrics", "ppl_bnn.data"),
+    ("ppl_bnn.predictive", "ppl_bnn.metrics", "ppl_bnn.data", "ppl_bnn.units"),
     ("ppl_bnn.methods",),
     ("ppl_bnn.backends",),
     ("ppl_bnn.results", "ppl_bnn.fit", "ppl_bnn.reference", "ppl_bnn.runtime"),

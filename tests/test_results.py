@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from ppl_bnn import BNN, FitResult, fit
-from ppl_bnn.results import ResultFileError
+from ppl_bnn.results import META_FILE, ResultFileError
+from ppl_bnn.units import Units
 
 RUNS = {
     "svi": {"num_steps": 300, "num_draws": 200},
@@ -355,3 +356,24 @@ def test_fit_logs_its_time_and_its_compiling_at_info(model, caplog):
     line = next(r.getMessage() for r in caplog.records if "fitted in" in r.getMessage())
     total, compiling = result.timings["total"], result.timings["compile"]
     assert line == f"map on numpyro fitted in {total:.1f} s ({compiling:.1f} s of it compiling)"
+
+
+def test_a_fit_with_units_predicts_from_and_in_them(results, data, tmp_path):
+    """Fitted to standardised data, with the data's units: inputs in the data's units, the
+    predictive in the target's (draws shifted and scaled, the noise scaled), kept by a save."""
+    result, (x, _) = results[("svi", "numpyro")], data
+    units = Units(np.array([0.5]), np.array([2.0]), y_mean=10.0, y_std=3.0)
+    scaled = dataclasses.replace(result, units=units)
+    raw = x * 2.0 + 0.5
+    plain, mine = result.predict(x), scaled.predict(raw)
+    np.testing.assert_allclose(mine.mean, plain.mean * 3.0 + 10.0, rtol=1e-5)
+    np.testing.assert_allclose(mine.std, plain.std * 3.0, rtol=1e-5)
+    back = FitResult.load(scaled.save(tmp_path / "fit"))
+    np.testing.assert_allclose(back.predict(raw).mean, mine.mean)
+    meta = json.loads((tmp_path / "fit" / META_FILE).read_text())
+    meta["units"]["y_std"] = -1.0
+    (tmp_path / "fit" / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(ResultFileError, match=r"'units' cannot be read: .*a positive y_std"):
+        FitResult.load(tmp_path / "fit")
+    with pytest.raises(ValueError, match="positive, finite input stds"):
+        Units(np.zeros(1), np.zeros(1))

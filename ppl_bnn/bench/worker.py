@@ -23,6 +23,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from ppl_bnn.reference.sample import sample_reference
 from ppl_bnn.results import FitResult
 from ppl_bnn.runtime import configure_runtime
 from ppl_bnn.timing import now
+from ppl_bnn.units import Units
 from ppl_bnn.versions import library_versions
 
 logger = logging.getLogger(__name__)
@@ -123,8 +125,9 @@ def run(
             scale = data.y_std if data.task == "regression" else 1.0
             evaluation.metrics.update(chains.metrics(scale))
         attrs = {"cell_id": cell.cell_id, "dataset": cell.dataset, "split": cell.split}
-        # The whole fit, so that FitResult.load reads the cell's folder back.
-        result.write_into(out_dir)
+        # The whole fit, so that FitResult.load reads the cell's folder back, with the units of
+        # its data: loaded, it predicts from and in them (evaluate worked in the fitted ones).
+        replace(result, units=Units.of(data)).write_into(out_dir)
         preds = predictions_dataset(evaluation, {**attrs, **result.attrs()})
         write_atomic(
             out_dir / PREDICTIONS_FILE, lambda tmp: preds.to_netcdf(tmp, engine="h5netcdf")
