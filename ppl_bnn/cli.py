@@ -367,7 +367,7 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=_jobs, default=None, help="cells at once (default: cores)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per cell")
     parser.add_argument("--out", default=None, help="results and report folder (default: "
-                        "reports/compare-<hash of the model and data>)")  # fmt: skip
+                        "reports/compare-<file name>-<hash of the model and data>)")  # fmt: skip
     parser.add_argument("--reference-dir", default=None, help="reference posterior cache")
     _add_retry_args(parser)
     _add_device_arg(parser)

@@ -56,7 +56,7 @@ DEFAULT_METHODS = ("nuts", "sgld", "svi", "map", "laplace", "ensemble", "swag", 
 AUTO_REFERENCE_WEIGHTS = 2_000
 #: ... and at most this many (weights x training points), a gradient's cost.
 AUTO_REFERENCE_WORK = 1_000_000
-#: Where results folders go without ``results_dir``: ``reports/compare-<key>``.
+#: Where results folders go without ``results_dir``: ``reports/compare-<name>-<key>``.
 DEFAULT_ROOT = Path("reports")
 #: JAX's persistent compilation cache of a comparison's cells, in its results folder.
 JAX_CACHE_DIR = ".jax-cache"
@@ -350,7 +350,8 @@ def plan_comparison(
     _check_memory(spec, method_list, backend_list, options or {}, sampled, n_train)
     split_text = "given" if test is not None else f"{fraction}x{splits}"
     key = content_key(name, spec.to_dict(), arrays, test_arrays, split_text)
-    root = Path(results_dir) if results_dir is not None else DEFAULT_ROOT / f"compare-{key[:12]}"
+    default_root = DEFAULT_ROOT / f"compare-{name}-{key[:8]}"
+    root = Path(results_dir) if results_dir is not None else default_root
     _check_results_dir_to_write(root)
     # Named by content: a rerun finds the file it wrote (np.savez's bytes vary with the time).
     data_file = (root / "data" / f"{name}-{key[:12]}.npz").resolve()
@@ -371,7 +372,7 @@ def plan_comparison(
     if no_reference is not None:
         dataset["no_reference"] = no_reference
     table: dict[str, Any] = {
-        "name": root.resolve().name,
+        "name": name,  # the report's title
         "description": f"compare() on {name}: {len(arrays['y'])} points",
         "seeds": _seeds(seeds),
         "backends": backend_list,
@@ -494,11 +495,11 @@ def compare(
             test set), unless ``options`` sets that option; ``False``: as given.
         options: Method -> options passed to ``fit`` (e.g. ``{"svi": {"num_steps": 5000}}``).
         jobs: Cells at once (default: the number of cores).
-        results_dir: Default ``reports/compare-<key>``, the key a hash of the label, the
-            model's spec, the data and the split (logged). Cells of other methods or settings
+        results_dir: Default ``reports/compare-<name>-<key>``, the key a hash of the label,
+            the model's spec, the data and the split (logged). Cells of other methods or settings
             stored there before are listed by the report as outside the comparison, not used.
         timeout_s: Each cell's wall-clock limit.
-        name: The dataset's label in the report.
+        name: The dataset's label: the report's title, and part of the default folder.
         reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).
         retry: Run cells (and references) that failed or timed out in an earlier run again,
             until each has had :data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs; False keeps

@@ -127,6 +127,11 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
     assert plan.table["reference"] == {} and "no_reference" not in dataset
     assert dataset["test_fraction"] == 0.1 and dataset["splits"] == 1
     assert plan.table["seeds"] == [0, 1, 2]
+    # Named by its label: the report's title, and the default folder with the content's key.
+    assert plan.table["name"] == "data" and plan.results_dir.name.startswith("compare-data-")
+    named = plan_comparison(_model(), methods=["map"], name="friedman")
+    assert named.table["name"] == "friedman"
+    assert named.results_dir.name.startswith("compare-friedman-")
     # A rate given is used as given; tune=False runs the default.
     given = plan_comparison(_model(), methods=["mcdropout"],
                             options={"mcdropout": {"dropout_rate": 0.1}})  # fmt: skip
@@ -191,6 +196,7 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     assert set(ours.results) == set(frame["cell_id"])
     report = ours.report(tmp_path / "report")
     assert report.name == "index.html" and "Summary" in report.read_text()
+    assert "Benchmark report: diabetes-file" in report.read_text()
     assert "<strong>diabetes-file: Trust" in ours._repr_html_()
     # The recommended fit predicts from the file's own rows, in the target's units: its test
     # RMSE is the table's.
