@@ -17,51 +17,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import logging
 import sys
-import warnings
-from collections import Counter
-from pathlib import Path
 
-from ppl_bnn.bench import load_suite, run_suite
-from ppl_bnn.bench.record import MAX_ATTEMPTS
-from ppl_bnn.bench.runner import SweepSummary, run_references
-from ppl_bnn.bench.schema import check_name
-from ppl_bnn.bench.suite import SuiteError
-from ppl_bnn.bench.suite_file import current_configs
-from ppl_bnn.compare import (
-    DEFAULT_METHODS,
-    DEFAULT_NAME,
-    ComparisonFailedError,
-    FailedCellsWarning,
-    compare,
-)
-from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
+from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
 from ppl_bnn.devices import DEVICES
-from ppl_bnn.methods.memory import InsufficientMemoryError
-from ppl_bnn.model.bnn import BNN
-from ppl_bnn.reference import describe_reference
-from ppl_bnn.report import recommendation_lines, render_report, report_is_current
-from ppl_bnn.report.live import LiveReport
-from ppl_bnn.runtime import configure_runtime
 
 logger = logging.getLogger("ppl_bnn.cli")
-#: What the command line says of failures it may run again.
-RETRY_ADVICE = (
-    f"the same command runs each again until it has had {MAX_ATTEMPTS} runs; --rerun-failed "
-    "after that"
-)
-
-
-def _csv(text: str) -> set[str]:
-    return {part.strip() for part in text.split(",") if part.strip()}
-
-
-def _list(text: str | None) -> list[str] | None:
-    """A comma-separated list in its order (None for None)."""
-    if text is None:
-        return None
-    return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
 def option_pair(text: str) -> tuple[str, str, object]:
@@ -98,10 +61,6 @@ def _jobs(text: str) -> int:
     return jobs
 
 
-def _results_dir(args: argparse.Namespace) -> Path:
-    return Path(args.reports_dir) / args.suite_name
-
-
 def _add_report_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--suite", default="default", help="suite name in benchmarks/ or a path to a .toml file"
@@ -111,201 +70,6 @@ def _add_report_args(parser: argparse.ArgumentParser) -> None:
         default="reports",
         help="results and reports go to REPORTS_DIR/<suite name> (default: ./reports)",
     )
-
-
-def _bench(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
-    args.suite_name = suite.name
-    results = _results_dir(args)
-    only = {
-        "dataset": _csv(args.datasets) if args.datasets else set(),
-        "method": _csv(args.methods) if args.methods else set(),
-        "backend": _csv(args.backends) if args.backends else set(),
-    }
-    jax_cache = None if args.no_jax_cache else str(Path(args.reports_dir) / ".jax-cache")
-    # The report so far, kept current while the cells run; rendered whole at the end.
-    live = None if args.no_report else LiveReport(results)
-    try:
-        summary = run_suite(
-            suite,
-            results,
-            jobs=args.jobs,
-            dask_address=args.dask_address,
-            data_dir=str(resolve_data_dir(args.data_dir)),
-            max_splits=args.splits,
-            only=only,
-            retry=not args.no_retry,
-            rerun_failed=args.rerun_failed,
-            force=args.force,
-            jax_cache=jax_cache,
-            references=not args.no_reference,
-            reference_dir=args.reference_dir,
-            wait=args.wait,
-            on_progress=None if live is None else live.update,
-        )
-    finally:
-        if live is not None:
-            live.close()
-    _log_references(summary)
-    logger.info("%s: %s; %.0f s", suite.name, _describe_cells(summary), summary.wall_s)
-    ran = sum(summary.ran.values())
-    computed = [r for r in summary.references if r.source == "computed"]
-    if args.no_report:
-        pass
-    elif not ran and not computed and report_is_current(results):
-        logger.info("nothing ran: the report %s is current (`ppl-bnn report` renders it again)",
-                    results / "index.html")  # fmt: skip
-    else:
-        _render(results)
-    if not args.no_report:
-        _print_recommendations(results)
-    failed = False
-    if summary.failed_references:
-        # A missing reference loses the comparisons with it, not the cells' results; the sweep
-        # still did not do all it was asked to (status 1, as for a failed cell).
-        missing = ", ".join(summary.failed_references)
-        logger.error("references that failed or timed out: %s (their fidelity comparisons are "
-                     "missing; %s)", missing, RETRY_ADVICE)  # fmt: skip
-        failed = True
-    if not summary.ok:
-        logger.error("cells that failed or timed out: %s (%s)", ", ".join(summary.failed_cells),
-                     RETRY_ADVICE)  # fmt: skip
-        failed = True
-    return 1 if failed else 0
-
-
-def _describe_cells(summary: SweepSummary) -> str:
-    """``4 ok, 1 failed; 2 skipped as already done``: the cells that ran by status, then those
-    skipped (by status too where some of them are not ``ok``)."""
-
-    def counts(statuses: Counter) -> str:
-        return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
-
-    if not summary.statuses:
-        return "no cells"
-    kept = summary.skipped_statuses
-    line = f"{counts(summary.ran) or 'no cell ran'}; {summary.skipped} skipped as already done"
-    return f"{line} ({counts(kept)})" if set(kept) - {"ok"} else line
-
-
-def _log_references(summary: SweepSummary) -> None:
-    for outcome in summary.references:
-        level = logging.WARNING if outcome.failed else logging.INFO
-        line = describe_reference(outcome.document)
-        logger.log(level, "reference %s: %s, %s", outcome.name, outcome.source, line)
-
-
-def _reference(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
-    summary = run_references(
-        suite,
-        reference_dir=args.reference_dir,
-        jobs=args.jobs,
-        data_dir=str(resolve_data_dir(args.data_dir)),
-        max_splits=args.splits,
-        only={"dataset": _csv(args.datasets)} if args.datasets else None,
-        retry=not args.no_retry,
-        rerun_failed=args.rerun_failed,
-    )
-    _log_references(summary)
-    if summary.failed_references:
-        logger.error("references that failed or timed out: %s (%s)",
-                     ", ".join(summary.failed_references), RETRY_ADVICE)  # fmt: skip
-        return 1
-    return 0
-
-
-def _render(results: Path) -> None:
-    index = render_report(results)
-    logger.info("report written to %s", index)
-
-
-def _print_recommendations(report_dir: Path) -> None:
-    """The report's answer on stdout, one line per dataset."""
-    for line in recommendation_lines(report_dir):
-        print(line)
-
-
-def _report(args: argparse.Namespace) -> int:
-    configs = None
-    try:
-        suite = load_suite(args.suite)
-    except SuiteError:
-        args.suite_name = check_name(f"--suite {args.suite}", Path(args.suite).stem)
-    else:
-        args.suite_name = suite.name
-        # The stored cells are checked against the suite file as it is now, not as it last ran.
-        hashes = current_configs(suite, str(resolve_data_dir(None)))
-        configs = None if hashes is None else (hashes, f"{args.suite}, as it is now")
-    results = _results_dir(args)
-    if not (results / "cells").is_dir():
-        logger.error("no stored results in %s: run `ppl-bnn bench --suite %s` first", results,
-                     args.suite)  # fmt: skip
-        return 2
-    index = render_report(results, configs=configs)
-    logger.info("report written to %s", index)
-    _print_recommendations(index.parent)
-    return 0
-
-
-def _compare(args: argparse.Namespace) -> int:
-    """Read the data file(s), build the network on them and run :func:`ppl_bnn.compare`."""
-    table = read_table(args.data, target=args.target, features=_list(args.features),
-                       task=args.task)  # fmt: skip
-    test = None
-    if args.test is not None:
-        held = read_table(
-            args.test,
-            target=table.target,
-            features=table.features,
-            task=table.task,
-            classes=table.classes,
-        )
-        test = (held.x, held.y)
-    network = {"hidden": args.hidden, "activation": args.activation}
-    if table.task == "classification":
-        model = BNN(table.x, table.y, likelihood="categorical", num_classes=len(table.classes),
-                    **network)  # fmt: skip
-    else:
-        model = BNN(table.x, table.y, noise=args.noise, **network)
-    # The file's name labels the data, unless it is not a plain name or names a catalogue set.
-    stem = Path(args.data).stem
-    name = stem if stem.replace("-", "").replace("_", "").isalnum() else DEFAULT_NAME
-    name = f"{name}-file" if name in dataset_names() else name
-    failure = None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", FailedCellsWarning)
-        try:
-            comparison = compare(
-                model,
-                test=test,
-                test_fraction=args.test_fraction,
-                splits=args.splits,
-                methods=_list(args.methods),
-                backends=_list(args.backends),
-                seeds=args.seeds,
-                reference={"auto": "auto", "yes": True, "no": False}[args.reference],
-                tune={"auto": "auto", "no": False}[args.tune],
-                options=method_options(args.option),
-                jobs=args.jobs,
-                results_dir=args.out,
-                timeout_s=args.timeout,
-                name=name,
-                reference_dir=args.reference_dir,
-                retry=not args.no_retry,
-                rerun_failed=args.rerun_failed,
-            )
-        except ComparisonFailedError as err:
-            comparison, failure = err.comparison, err
-    index = comparison.report()
-    logger.info("report written to %s", index)
-    print(comparison.summary)
-    failed = [w.message for w in caught if isinstance(w.message, FailedCellsWarning)]
-    for other in (w for w in caught if not isinstance(w.message, FailedCellsWarning)):
-        warnings.showwarning(other.message, other.category, other.filename, other.lineno)
-    for failures in [failure] if failure else failed:
-        logger.error("%s", failures.describe("run the same command again", "--rerun-failed"))
-    return 1 if failure or failed else 0
 
 
 def _noise(text: str) -> float | str:
@@ -371,13 +135,6 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference-dir", default=None, help="reference posterior cache")
     _add_retry_args(parser)
     _add_device_arg(parser)
-
-
-def _fetch(args: argparse.Namespace) -> int:
-    written = fetch(args.group, args.url, args.data_dir)
-    logger.info("%s: %d files downloaded; every file present and verified", args.group,
-                len(written))  # fmt: skip
-    return 0
 
 
 def _add_device_arg(parser: argparse.ArgumentParser) -> None:
@@ -455,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--no-reference", action="store_true", help="skip the suite's reference posteriors"
     )
-    bench.set_defaults(handler=_bench)
+    bench.set_defaults(handler="bench")
 
     reference = sub.add_parser(
         "reference", help="compute a suite's reference posteriors into their cache (no cells)"
@@ -464,17 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite", default="default", help="suite name in benchmarks/ or a path to a .toml file"
     )
     _add_run_args(reference, "references at once (default: cores)")
-    reference.set_defaults(handler=_reference)
+    reference.set_defaults(handler="reference")
 
     report = sub.add_parser("report", help="re-render a suite's report from stored results")
     _add_report_args(report)
-    report.set_defaults(handler=_report)
+    report.set_defaults(handler="report")
 
     comparing = sub.add_parser(
         "compare", help="compare the methods on a data file of your own: report and verdict"
     )
     _add_compare_args(comparing)
-    comparing.set_defaults(handler=_compare)
+    comparing.set_defaults(handler="compare_file")
 
     data = sub.add_parser("data", help="data sets")
     data_sub = data.add_subparsers(dest="data_command", required=True)
@@ -482,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch_data.add_argument("group", choices=["uci", "mnist", "fashion-mnist"])
     fetch_data.add_argument("--url", required=True, help="base URL of the group's files")
     fetch_data.add_argument("--data-dir", default=None, help="target (default: $PPL_BNN_DATA)")
-    fetch_data.set_defaults(handler=_fetch)
+    fetch_data.set_defaults(handler="fetch_data")
     return parser
 
 
@@ -495,9 +252,13 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
+        # The numerical stack, only now that the arguments are known to be good.
+        from ppl_bnn.methods.memory import InsufficientMemoryError
+        from ppl_bnn.runtime import configure_runtime
+
         if getattr(args, "device", None) is not None:  # before anything starts JAX or torch
             configure_runtime(device=args.device)
-        return args.handler(args)
+        return getattr(importlib.import_module("ppl_bnn.commands"), args.handler)(args)
     except (ValueError, OSError, InsufficientMemoryError) as err:
         logger.error("%s", err)
         return 2

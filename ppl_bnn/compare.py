@@ -26,12 +26,13 @@ import numpy as np
 
 from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION
 from ppl_bnn.bench.lock import LOCK_FILE
-from ppl_bnn.bench.record import MAX_ATTEMPTS, REPLACED_DIR, SUITE_FILE, attempts_made, read_record
+from ppl_bnn.bench.record import REPLACED_DIR, SUITE_FILE, attempts_made, read_record
 from ppl_bnn.bench.runner import FITS_DIR, SweepSummary, run_suite
 from ppl_bnn.bench.suite import AUTO, Suite, parse_suite
 from ppl_bnn.comparison import Comparison
 from ppl_bnn.data.files import array_table
 from ppl_bnn.data.splits import split_table
+from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
 from ppl_bnn.engine.registry import BACKENDS
 from ppl_bnn.files import npz_bytes, npz_holds, write_atomic
 from ppl_bnn.keys import content_key
@@ -47,9 +48,6 @@ from ppl_bnn.report.memo import CACHE_DIR
 
 logger = logging.getLogger(__name__)
 
-#: The contestants without ``methods=``: the baselines the field compares against (MAP, the
-#: GGN Laplace, a deep ensemble, MC dropout, SWAG), mean-field VI, SGLD and NUTS.
-DEFAULT_METHODS = ("nuts", "sgld", "svi", "map", "laplace", "ensemble", "swag", "mcdropout")
 #: ``reference="auto"`` samples a reference posterior where its chain ensemble resolves within
 #: its budget (wine-quality-red's 937k weights x points take about 2 minutes a batch of 16 MCLMC
 #: chains on 2 cores, docs/benchmarks/reference.md): at most this many weights ...
@@ -479,8 +477,8 @@ def compare(
         test_fraction: Default 0.1.
         splits: Random splits (replicates, with ``seeds``).
         methods: The contestants (:func:`ppl_bnn.available_methods`); default
-            :data:`DEFAULT_METHODS`: NUTS, SGLD, mean-field VI, MAP, the GGN Laplace, a deep
-            ensemble, SWAG and MC dropout.
+            :data:`~ppl_bnn.defaults.DEFAULT_METHODS`: NUTS, SGLD, mean-field VI, MAP, the GGN
+            Laplace, a deep ensemble, SWAG and MC dropout.
         backends: ``"numpyro"`` and/or ``"pyro"``.
         seeds: A count (seeds 0..n-1), the seeds, or ``"auto"``: seeds 0-2, then more for the
             contestants the seeds cannot decide, up to 10 (:mod:`ppl_bnn.bench.auto_seeds`).
@@ -502,7 +500,7 @@ def compare(
         name: The dataset's label: the report's title, and part of the default folder.
         reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).
         retry: Run cells (and references) that failed or timed out in an earlier run again,
-            until each has had :data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs; False keeps
+            until each has had :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs; False keeps
             their failures.
         rerun_failed: Run them again however many runs they have had.
         margins: How close counts as "as good" (:class:`~ppl_bnn.report.equivalence.Margins`,

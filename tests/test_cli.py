@@ -6,13 +6,15 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from html import unescape
 from pathlib import Path
 
 import pytest
 
-from ppl_bnn import cli
+from ppl_bnn import commands
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary, run_suite
 from ppl_bnn.bench.suite import parse_suite
@@ -123,7 +125,7 @@ def test_bench_passes_reference_flags_and_a_failed_reference_is_a_failure(
         calls.append(kwargs)
         return SweepSummary(references=[failed] if kwargs["references"] else [])
 
-    monkeypatch.setattr(cli, "run_suite", fake_run_suite)
+    monkeypatch.setattr(commands, "run_suite", fake_run_suite)
     base = ["bench", "--reports-dir", str(tmp_path), "--no-report"]
     with caplog.at_level(logging.INFO):
         # The cells' results stand, but the sweep did not do all it was asked to.
@@ -306,7 +308,30 @@ def test_the_sweep_summary_counts_skipped_cells_apart_from_those_that_ran(
         skipped_statuses=Counter(ok=1, failed=1),
         failed_cells=["kept-failed"],
     )
-    monkeypatch.setattr(cli, "run_suite", lambda suite, results, **kwargs: summary)
+    monkeypatch.setattr(commands, "run_suite", lambda suite, results, **kwargs: summary)
     with caplog.at_level(logging.INFO):
         assert main(["bench", "--reports-dir", str(tmp_path), "--no-report"]) == 1
     assert "default: 4 ok; 2 skipped as already done (1 failed, 1 ok); " in caplog.text
+
+
+def test_the_help_needs_no_numerical_stack() -> None:
+    """``ppl-bnn --help`` and argument errors come before JAX, torch or pandas is imported: the
+    parser and the package's top level import them lazily."""
+    script = (
+        "import sys\n"
+        "from ppl_bnn.cli import build_parser\n"
+        "build_parser().format_help()\n"
+        "heavy = ('jax', 'torch', 'pandas', 'numpyro', 'pyro')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_public_name_of_the_package_resolves() -> None:
+    import ppl_bnn
+
+    assert all(getattr(ppl_bnn, name) is not None for name in ppl_bnn.__all__)
+    assert set(ppl_bnn.__all__) <= set(dir(ppl_bnn))
+    with pytest.raises(AttributeError, match="module 'ppl_bnn' has no attribute 'nope'"):
+        ppl_bnn.nope  # noqa: B018

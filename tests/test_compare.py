@@ -271,7 +271,7 @@ def test_the_command_line_reads_a_test_file_with_the_training_files_classes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     recorded = _Recorded()
-    monkeypatch.setattr("ppl_bnn.cli.compare", recorded)
+    monkeypatch.setattr("ppl_bnn.commands.compare", recorded)
     train, test = tmp_path / "sine.csv", tmp_path / "held.tsv"
     train.write_text(
         "a,b,kind\n0.1,1,red\n0.2,2,blue\n0.3,3,green\n0.4,4,red\n0.5,5,blue\n0.6,6,green\n"

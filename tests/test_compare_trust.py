@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from ppl_bnn import BNN, Comparison, compare
-from ppl_bnn.bench.record import MAX_ATTEMPTS, read_record, read_records, write_record
+from ppl_bnn.bench.record import read_record, read_records, write_record
 from ppl_bnn.bench.replaced import read_replaced
 from ppl_bnn.bench.runner import SweepSummary
 from ppl_bnn.cli import main
@@ -25,6 +25,7 @@ from ppl_bnn.compare import (
     _check_outcome,
 )
 from ppl_bnn.data.files import DataFileError
+from ppl_bnn.defaults import MAX_ATTEMPTS
 from ppl_bnn.methods.memory import InsufficientMemoryError
 
 pytestmark = pytest.mark.runtime(60)  # seconds on 2 cores: started first (tests/conftest.py)

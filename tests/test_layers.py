@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ppl_bnn.files",
         "ppl_bnn.versions",
         "ppl_bnn.devices",
+        "ppl_bnn.defaults",
     ),
     ("ppl_bnn.engine",),
     ("ppl_bnn.model", "ppl_bnn.layers", "ppl_bnn.priors"),
@@ -29,7 +30,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ppl_bnn.methods",),
     ("ppl_bnn.backends",),
     ("ppl_bnn.results", "ppl_bnn.fit", "ppl_bnn.reference", "ppl_bnn.runtime"),
-    ("ppl_bnn.bench", "ppl_bnn.report", "ppl_bnn.compare", "ppl_bnn.comparison", "ppl_bnn.cli"),
+    (
+        "ppl_bnn.bench",
+        "ppl_bnn.report",
+        "ppl_bnn.compare",
+        "ppl_bnn.comparison",
+        "ppl_bnn.cli",
+        "ppl_bnn.commands",
+    ),
 )
 
 

@@ -24,7 +24,7 @@ A cell's directory ``<results>/cells/<cell_id>/`` holds
 
 A record's ``attempt`` counts the runs of its configuration that led to it: 1 for the first, one
 more for each run after a ``failed`` or ``timeout`` one. A sweep runs a failed cell again until
-it has had :data:`MAX_ATTEMPTS` (:func:`retried`).
+it has had :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` (:func:`retried`).
 
 Every file is written atomically (temporary file, fsync, rename), the record last, so a record
 that exists describes files that are complete.
@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ppl_bnn.defaults import MAX_ATTEMPTS
 from ppl_bnn.files import netcdf_problem, write_atomic
 from ppl_bnn.reference import (  # noqa: F401 - a cell's file names are all here
     PREDICTIONS_FILE,
@@ -59,10 +60,6 @@ STATUSES = ("ok", "failed", "timeout", "diverged")
 COMPLETE = ("ok", "diverged")
 #: Statuses without a result.
 FAILED = ("failed", "timeout")
-#: Runs a sweep gives a cell (or a reference) that fails or times out, over its runs, before it
-#: keeps the failure: a crash of the machine or a full disk passes, a cell that cannot run
-#: still ends.
-MAX_ATTEMPTS = 3
 
 
 class RecordError(ValueError):
@@ -224,7 +221,7 @@ def next_attempt(cell_dir: Path, config_hash: str) -> int:
 def retried(record: Mapping[str, Any], *, retry: bool, rerun_failed: bool) -> bool:
     """Whether a sweep runs the ``failed`` or ``timeout`` run of ``record`` again: always with
     ``rerun_failed``, never without ``retry``, else while it has had fewer than
-    :data:`MAX_ATTEMPTS` runs."""
+    :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs."""
     if record.get("status") not in FAILED:
         return False
     return rerun_failed or (retry and attempts_made(record) < MAX_ATTEMPTS)

@@ -4,7 +4,7 @@ Results live in ``<results_dir>/cells/<cell_id>/`` (see :mod:`ppl_bnn.bench.reco
 ``<results_dir>/suite.json`` describing the sweep. A cell is skipped when its stored record has
 the same config hash and status ``ok`` or ``diverged`` (a divergence is a result of the method,
 reproducible from the seed); ``failed`` and ``timeout`` cells run again until they have had
-:data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs (none more without ``retry``, as many as asked
+:data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs (none more without ``retry``, as many as asked
 with ``rerun_failed``); ``force`` reruns every cell. A rerun that fails never replaces a
 complete result (see :mod:`ppl_bnn.bench.process`).
 
@@ -498,7 +498,7 @@ def run_suite(
         max_splits: Only the first splits of each dataset.
         only: Restrict to these datasets / methods / backends (references: datasets only).
         retry: Run cells and references stored as failed or timed out again, until each has
-            had :data:`~ppl_bnn.bench.record.MAX_ATTEMPTS` runs; False keeps the failures.
+            had :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs; False keeps the failures.
         rerun_failed: Run them again however many runs they have had.
         force: Rerun every cell (references are reused: their key fixes their result).
         jax_cache: JAX persistent compilation cache directory shared by the cells.

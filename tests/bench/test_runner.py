@@ -19,7 +19,6 @@ import pytest
 from ppl_bnn.bench import executors
 from ppl_bnn.bench.cell import Cell, base_record
 from ppl_bnn.bench.record import (
-    MAX_ATTEMPTS,
     PREDICTIONS_FILE,
     read_attempts,
     read_record,
@@ -28,6 +27,7 @@ from ppl_bnn.bench.record import (
     write_record,
 )
 from ppl_bnn.bench.runner import plan, run_suite
+from ppl_bnn.defaults import MAX_ATTEMPTS
 from ppl_bnn.files import import_arviz
 from ppl_bnn.runtime import cpu_count
 from tests.bench.conftest import FAST_SVI, tiny_suite, write_netcdf
