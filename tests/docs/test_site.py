@@ -19,6 +19,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 import pytest
 
 SITE_ENV = "PPL_BNN_SITE"
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -150,5 +151,8 @@ def test_the_tutorials_ran_and_the_benchmark_tables_came_from_the_records(crawl:
     for name in ("regression", "classification", "writing-a-suite"):
         html = (site / "tutorials" / f"{name}.html").read_text()
         assert "cell_output" in html, f"tutorials/{name}.html has no executed output"
+        source = (ROOT / "docs" / "tutorials" / f"{name}.md").read_text()
+        if "plt." in source:  # a page that draws holds its figure
+            assert "<img" in html, f"tutorials/{name}.html draws a figure but holds no image"
     default = (site / "benchmarks" / "default.html").read_text()
     assert "benchmarks/results/default/" in default and "Trust " in default
