@@ -12,6 +12,8 @@ a script's first line do not wait for JAX and torch.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,6 +61,19 @@ __all__ = [
     "layers",
     "priors",
 ]
+
+
+class _Package(types.ModuleType):
+    """The package, whose ``fit`` and ``compare`` stay the functions when their modules (of the
+    same names) are imported: Python binds a submodule to its parent's attribute on import."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType) and _EXPORTS[name][1]:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

@@ -329,7 +329,13 @@ def test_the_help_needs_no_numerical_stack() -> None:
 
 
 def test_every_public_name_of_the_package_resolves() -> None:
+    """Each name of ``__all__``, loaded on first use; ``fit`` and ``compare`` stay the functions
+    once their modules (of the same names) are imported."""
     import ppl_bnn
+    import ppl_bnn.compare
+    import ppl_bnn.fit
+
+    assert callable(ppl_bnn.fit) and callable(ppl_bnn.compare)
 
     assert all(getattr(ppl_bnn, name) is not None for name in ppl_bnn.__all__)
     assert set(ppl_bnn.__all__) <= set(dir(ppl_bnn))

@@ -11,8 +11,9 @@ SCOREBOARD_CAPTION = (
     "Each method's standing per dataset and backend (hover a cell for its number): trust (the "
     "closest to a reference with a floor, or without one the best held-out test log-likelihood), "
     "as good (shown equivalent to the trusted one within the margin), undecided (its splits "
-    "and seeds cannot tell: more seeds would), worse (shown worse), avoid (unusable, diverged, "
-    "or over-confident out of range), not judged (failed, timed out or a reduced budget); "
+    "and seeds cannot tell: more seeds would), worse (shown worse by more than the margin), "
+    "avoid (unusable, diverged, or over-confident out of range), not judged (failed, timed out "
+    "or a reduced budget); "
     "\u00b7 not run. The rule is stated under Summary."
 )
 

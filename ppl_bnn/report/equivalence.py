@@ -13,10 +13,17 @@ it is worse), :math:`\bar x` their mean, :math:`\operatorname{se} = \operatornam
   :math:`\delta`: :math:`\bar x + t_{1-\alpha}\operatorname{se} < \delta` and
   :math:`\bar x - t_{1-\alpha}\operatorname{se} > -\delta` (the :math:`1 - 2\alpha` confidence
   interval lies inside :math:`(-\delta, \delta)`);
-- **worse** where it is not, and the two-sided paired t-test at :data:`LEVEL` shows it worse:
-  :math:`\bar x - t_{1-\alpha/2}\operatorname{se} > 0`;
+- **worse** where the one-sided test at :data:`LEVEL` shows it worse by more than the margin:
+  :math:`\bar x - t_{1-\alpha}\operatorname{se} > \delta` (the interval lies above
+  :math:`\delta`);
 - **undecided** otherwise, and always with fewer than two shared replicates: more replicates
   would tell.
+
+Both decisions are made at the margin, so neither can be reversed by noise alone: to be "as
+good" in one run and "worse" in another, a contestant's true excess would have to be inside
+:math:`\delta` for one and beyond it for the other, each at an error rate of :data:`LEVEL`. A
+difference that is real but smaller than the margin (shown, say, by a paired t-test) is not
+"worse": the margin says how close counts as as good.
 
 The excess is a log-ratio for a distance (lower is better; distances are multiplicative and
 heavy-tailed, so their ratio is what is compared) and a difference for a score such as the test
@@ -34,7 +41,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import t as student_t
 
-#: Level of each one-sided test of equivalence, and of the two-sided test that shows "worse".
+#: Level of each one-sided test: the two of equivalence, and the one that shows "worse".
 LEVEL = 0.05
 
 
@@ -177,7 +184,7 @@ def compare(excess: np.ndarray, margin: float) -> Comparison:
     low, high = mean - half, mean + half
     if -margin < low and high < margin:
         outcome = Outcome.AS_GOOD
-    elif mean - _quantile(1.0 - LEVEL / 2.0, n - 1) * se > 0:
+    elif low > margin:
         outcome = Outcome.WORSE
     else:
         outcome = Outcome.UNDECIDED

@@ -19,7 +19,8 @@ The rule, for the (method, backend) groups that ran on one dataset:
    mean log distance, since distances are multiplicative and heavy-tailed). Every other group
    is compared with it on the replicates they share by two one-sided tests
    (:mod:`~ppl_bnn.report.equivalence`): **as good** where shown equivalent within the margin,
-   **worse** where shown worse, **undecided** where neither (more seeds would tell). The margin
+   **worse** where shown worse by more than the margin, **undecided** where neither (more seeds
+   would tell). The margin
    (:class:`~ppl_bnn.report.equivalence.Margins`): on fidelity the log of the larger of
    ``fidelity_ratio`` and 1 + the floor over the trusted group's distance (its geometric mean;
    the floor the mean of its references'), on test log-likelihood ``test_ll_nats``. The

@@ -420,7 +420,7 @@ def summary_section(results: SuiteResults, recs: dict[str, Recommendation]) -> S
             "mean of the distances). Each other contestant is compared with it over the splits "
             "and seeds both ran, by two one-sided tests at the 5% level: as good where shown "
             f"equivalent within the margin ({_margin_words(margins)}), worse where shown worse "
-            "(a paired t-test at the 5% level), and otherwise undecided: its n replicates "
+            "by more than the margin, and otherwise undecided: its n replicates "
             "cannot tell, and more seeds would. The cheapest contestant shown as good is named, "
             "and, on fidelity, the cheapest shown as good as the reference (its distance within "
             f"{fmt.number(margins.fidelity_ratio)}\u00d7 the floor). Costs are fit and tuning "

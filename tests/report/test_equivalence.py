@@ -57,6 +57,18 @@ def test_a_margin_sized_difference_is_as_good_at_most_at_the_level():
     assert _rates(MARGIN, 10, seed=11)[Outcome.AS_GOOD] <= 0.05 + SLACK
 
 
+def test_worse_means_worse_beyond_the_margin():
+    """At a true log-ratio equal to the margin, "worse" at most at the level; inside it, hardly
+    ever: a real but small difference is not a reason to avoid a contestant, and so a run cannot
+    call "worse" what another run shows as good, but by the two tests' errors."""
+    assert _rates(MARGIN, 10, seed=12)[Outcome.WORSE] <= 0.05 + SLACK
+    assert _rates(MARGIN / 2, 20, seed=13)[Outcome.WORSE] <= 0.01
+
+
+def test_twice_as_far_is_shown_worse_at_ten_seeds():
+    assert _rates(math.log(2.0), 10, seed=14)[Outcome.WORSE] >= 0.80 - SLACK
+
+
 def test_fewer_than_two_replicates_are_undecided():
     assert compare(np.array([0.01]), MARGIN).outcome is Outcome.UNDECIDED
     assert compare(np.array([np.nan, np.inf]), MARGIN).pairs == 0
