@@ -259,7 +259,9 @@ def cause_first(what: str) -> Iterator[None]:
 
 
 def import_arviz() -> Any:
-    """ArviZ, imported without its notice about the 1.x refactor (this stack pins 0.23)."""
+    """ArviZ, imported without its notices about the 1.x refactor (this stack pins 0.23): the
+    warning, and the lines it logs at INFO for each preview package not installed."""
+    logging.getLogger("arviz.preview").setLevel(logging.WARNING)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
         import arviz
