@@ -25,6 +25,7 @@ from ppl_bnn.report import recommendation_lines, render_report, report_is_curren
 from ppl_bnn.report.live import LiveReport
 
 logger = logging.getLogger("ppl_bnn.cli")
+
 #: What the command line says of failures it may run again.
 RETRY_ADVICE = (
     f"the same command runs each again until it has had {MAX_ATTEMPTS} runs; --rerun-failed "
@@ -33,6 +34,7 @@ RETRY_ADVICE = (
 
 
 def comma_set(text: str) -> set[str]:
+    """The distinct items of a comma-separated list."""
     return {part.strip() for part in text.split(",") if part.strip()}
 
 
@@ -48,6 +50,7 @@ def _results_dir(args: argparse.Namespace) -> Path:
 
 
 def bench(args: argparse.Namespace) -> int:
+    """``ppl-bnn bench``: run a suite (resumable), render its report, print its answer."""
     suite = load_suite(args.suite)
     args.suite_name = suite.name
     results = _results_dir(args)
@@ -130,6 +133,7 @@ def _log_references(summary: SweepSummary) -> None:
 
 
 def reference(args: argparse.Namespace) -> int:
+    """``ppl-bnn reference``: compute a suite's reference posteriors into their cache."""
     suite = load_suite(args.suite)
     summary = run_references(
         suite,
@@ -161,6 +165,7 @@ def _print_recommendations(report_dir: Path) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
+    """``ppl-bnn report``: render a suite's report again from its stored results."""
     configs = None
     try:
         suite = load_suite(args.suite)
@@ -183,7 +188,8 @@ def report(args: argparse.Namespace) -> int:
 
 
 def compare_file(args: argparse.Namespace) -> int:
-    """Read the data file(s), build the network on them and run :func:`ppl_bnn.compare`."""
+    """``ppl-bnn compare``: read the data file(s), build the network on them and run
+    :func:`ppl_bnn.compare`."""
     table = read_table(args.data, target=args.target, features=comma_list(args.features),
                        task=args.task)  # fmt: skip
     test = None
@@ -243,6 +249,7 @@ def compare_file(args: argparse.Namespace) -> int:
 
 
 def fetch_data(args: argparse.Namespace) -> int:
+    """``ppl-bnn data fetch``: download a data group and verify its checksums."""
     written = fetch(args.group, args.url, args.data_dir)
     logger.info("%s: %d files downloaded; every file present and verified", args.group,
                 len(written))  # fmt: skip
