@@ -92,9 +92,10 @@ def sample_reference(
         per_batch = elapsed - (trace[-1]["seconds"] if trace else 0.0)
         trace.append({"chains": assessment.num_chains, "kept": len(assessment.kept),
                       "seconds": elapsed, **assessment.floor})  # fmt: skip
-        logger.info("reference: %d chains (%d kept) in %.0f s, floor %s",
-                    assessment.num_chains, len(assessment.kept), elapsed,
-                    assessment.floor)  # fmt: skip
+        floor = f"{_floor_value(assessment):.4g}" if assessment.has_floor else "none yet"
+        logger.info("reference: %d of at most %d chains run (%d kept) in %.0f s; floor %s "
+                    "(target %g)", assessment.num_chains, settings.num_chains,
+                    len(assessment.kept), elapsed, floor, settings.target_floor)  # fmt: skip
         if assessment.has_floor and _floor_value(assessment) <= settings.target_floor:
             stopped = "reached the target floor"
         elif assessment.num_chains + settings.chains_per_batch > settings.num_chains:
