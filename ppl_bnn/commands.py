@@ -10,6 +10,8 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
+
 from ppl_bnn.bench import load_suite, run_suite
 from ppl_bnn.bench.runner import SweepSummary, run_references
 from ppl_bnn.bench.schema import check_name
@@ -203,11 +205,12 @@ def compare_file(args: argparse.Namespace) -> int:
         )
         test = (held.x, held.y)
     network = {"hidden": args.hidden, "activation": args.activation}
+    x = pd.DataFrame(table.x, columns=list(table.features))  # the file's column names kept
     if table.task == "classification":
-        model = BNN(table.x, table.y, likelihood="categorical", num_classes=len(table.classes),
+        model = BNN(x, table.y, likelihood="categorical", num_classes=len(table.classes),
                     **network)  # fmt: skip
     else:
-        model = BNN(table.x, table.y, noise=args.noise, **network)
+        model = BNN(x, table.y, noise=args.noise, **network)
     # The file's name labels the data, unless it is not a plain name or names a catalogue set.
     stem = Path(args.data).stem
     name = stem if stem.replace("-", "").replace("_", "").isalnum() else DEFAULT_NAME

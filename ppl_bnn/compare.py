@@ -233,7 +233,8 @@ def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, 
             f"compare takes a model on flat inputs (N, D); x has shape {model.x.shape}: run "
             "image networks through a suite (image = true, layers = [...])"
         )
-    arrays = {"x": model.x, "y": model.y}
+    names = {} if model.feature_names is None else {"names": np.array(model.feature_names)}
+    arrays = {"x": model.x, "y": model.y, **names}
     if test is None:
         return arrays, {}
     if not isinstance(test, tuple | list) or len(test) != 2:
@@ -241,7 +242,7 @@ def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, 
     spec = model.spec
     x_test = validate_inputs(test[0], spec.input_shape, name="x_test")
     y_test = validate_targets(test[1], x_test.shape[0], spec.likelihood, spec.num_classes)
-    return arrays, {"x": x_test, "y": y_test}
+    return arrays, {"x": x_test, "y": y_test, **names}
 
 
 def _check_results_dir_to_write(root: Path) -> None:

@@ -228,6 +228,9 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     pd.testing.assert_frame_equal(theirs.table[numbers], frame[numbers])
     assert (tmp_path / "cli" / "index.html").is_file()
     assert (tmp_path / "cli" / "data" / "diabetes-file.json").is_file()
+    # The file's column names are kept through the comparison's own data file.
+    kept = json.loads((tmp_path / "cli" / "data" / "diabetes-file.json").read_text())
+    assert kept["splits"][0]["features"] == list(table.drop(columns="target").columns)
 
     # Run again: everything is stored, nothing is fitted.
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "python").glob("cells/*/record.json")}

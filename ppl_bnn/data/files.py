@@ -162,7 +162,8 @@ def _parquet_names(path: str) -> list[str] | None:
 
 
 def _read_npz(path: str) -> pd.DataFrame:
-    """Arrays ``x`` ((N, D) or (N,)) and ``y`` ((N,)) of an NPZ file as columns x0.., y."""
+    """Arrays ``x`` ((N, D) or (N,)) and ``y`` ((N,)) of an NPZ file as columns named by its
+    array ``names`` (D distinct strings) where it has one, else x0, x1, ...; and y."""
     try:
         with np.load(path, allow_pickle=False) as archive:
             names = sorted(archive.files)
@@ -172,6 +173,7 @@ def _read_npz(path: str) -> pd.DataFrame:
                     f"it has {', '.join(repr(n) for n in names) or 'none'}"
                 )
             x, y = archive["x"], archive["y"]
+            given = archive["names"] if "names" in names else None
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         if isinstance(exc, DataFileError):
             raise
@@ -184,7 +186,15 @@ def _read_npz(path: str) -> pd.DataFrame:
         raise DataFileError(f"{path}: array 'y' must be (N,), got shape {y.shape}")
     if len(x) != len(y):
         raise DataFileError(f"{path}: 'x' has {len(x)} rows but 'y' has {len(y)}")
-    columns = {f"x{j}": x[:, j] for j in range(x.shape[1])}
+    labels = [f"x{j}" for j in range(x.shape[1])]
+    if given is not None:
+        labels = [str(n) for n in np.atleast_1d(given)]
+        if len(labels) != x.shape[1] or len(set(labels)) != len(labels) or "y" in labels:
+            raise DataFileError(
+                f"{path}: array 'names' must name the {x.shape[1]} columns of 'x' once each "
+                f"(and not 'y'), got {_listing(labels)}"
+            )
+    columns = dict(zip(labels, x.T, strict=True))
     columns["y"] = y
     return pd.DataFrame(columns)
 
@@ -469,8 +479,8 @@ def read_table(
 
     The format follows the suffix (:data:`FILE_FORMATS`, case-insensitive): ``.csv``
     (comma-separated, header row), ``.tsv`` (tab-separated), ``.parquet`` (needs pyarrow), or
-    ``.npz`` (arrays ``x`` (N, D) or (N,) and ``y`` (N,); features are named ``x0, x1, ...``, the
-    target ``y``).
+    ``.npz`` (arrays ``x`` (N, D) or (N,) and ``y`` (N,); features are named by an optional
+    array ``names`` of D strings, else ``x0, x1, ...``; the target ``y``).
 
     Features must be real numbers or booleans (read as 0/1); a categorical column counts as its
     values (numbers pass, strings do not). Nothing is coerced silently: a repeated column name,

@@ -132,6 +132,8 @@ class BNN:
         self.y = y_arr
         #: The label of each class index where ``y`` held labels other than integers, else None.
         self.classes = targets.classes
+        #: The input columns' names where ``x`` was a DataFrame, else None.
+        self.feature_names = _column_names(x, x_arr)
 
     @classmethod
     def from_spec(cls, spec: BNNSpec, x: object, y: object) -> BNN:
@@ -142,6 +144,7 @@ class BNN:
         model.x = x_arr
         model.y = validate_targets(y, x_arr.shape[0], spec.likelihood, spec.num_classes)
         model.classes = None
+        model.feature_names = _column_names(x, x_arr)
         return model
 
     @property
@@ -178,6 +181,14 @@ class BNN:
         checked = self.check_params(params)
         x, y = impl.data(self.spec, self.x, self.y)
         return impl.grad_log_density(self.spec, x, y, checked)
+
+
+def _column_names(x: object, x_arr: np.ndarray) -> tuple[str, ...] | None:
+    """A DataFrame's column names, as strings, for flat inputs; None otherwise."""
+    columns = getattr(x, "columns", None)
+    if columns is None or x_arr.ndim != 2:
+        return None
+    return tuple(str(c) for c in columns)
 
 
 def _differs(value: object, default: object) -> bool:

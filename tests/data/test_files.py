@@ -116,6 +116,17 @@ def test_npz(tmp_path: Path) -> None:
         read_table(path, target="price")
 
 
+def test_npz_names_its_columns_by_its_names_array(tmp_path: Path) -> None:
+    path = tmp_path / "data.npz"
+    x, y = np.arange(6.0).reshape(3, 2), np.array([0.5, 1.5, -2.0])
+    np.savez(path, x=x, y=y, names=np.array(["age", "dose"]))
+    assert read_table(path).features == ("age", "dose")
+    for bad in (["age"], ["age", "age"], ["age", "y"]):
+        np.savez(path, x=x, y=y, names=np.array(bad))
+        with pytest.raises(DataFileError, match="array 'names' must name the 2 columns of 'x'"):
+            read_table(path)
+
+
 def test_npz_one_dimensional_x_and_integer_labels(tmp_path: Path) -> None:
     path = tmp_path / "data.npz"
     np.savez(path, x=np.array([0.1, 0.2, 0.3, 0.4]), y=np.array([3, 1, 3, 1]))

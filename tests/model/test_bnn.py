@@ -120,7 +120,9 @@ def test_string_labels_become_classes_in_sorted_order(xy: tuple[np.ndarray, np.n
     assert model.spec.likelihood == "categorical" and model.spec.num_classes == 3
     assert model.classes == ("setosa", "versicolor", "virginica")
     assert model.y.tolist() == [1, 0, 2, 0, 0] * 2
+    assert model.feature_names == ("a", "b")
     booleans = BNN(x, np.array([True, False] * 5), hidden=(3,))
+    assert booleans.feature_names is None
     assert booleans.classes == ("False", "True") and booleans.y.tolist() == [1, 0] * 5
     with pytest.raises(
         ValueError, match=r"y has 2 missing label\(s\), at index 2, 7: drop those rows"
