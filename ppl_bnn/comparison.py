@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ppl_bnn.bench.record import COMPLETE, RECORD_FILE, cell_dirs
-from ppl_bnn.report import fmt, render_report
+from ppl_bnn.report import HTML_FILE, fmt, render_report, report_is_current
 from ppl_bnn.report.answer import recommendations
 from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
@@ -311,7 +311,11 @@ class Comparison:
     def report(self, path: str | Path | None = None) -> Path:
         """Write the self-contained HTML report (and ``report.md``, ``results.csv``,
         ``summary.json``) into folder ``path`` (default: the results folder); returns the HTML
-        file's path."""
+        file's path. In the results folder, a report rendered from what it holds now is kept
+        as it is (nothing to render again)."""
+        if path is None and report_is_current(self.results_dir):
+            logger.info("the report %s is current", self.results_dir / HTML_FILE)
+            return self.results_dir / HTML_FILE
         return render_report(self.results_dir, path)
 
     def _repr_html_(self) -> str:

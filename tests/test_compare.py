@@ -228,6 +228,9 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     pd.testing.assert_frame_equal(theirs.table[numbers], frame[numbers])
     assert (tmp_path / "cli" / "index.html").is_file()
     assert (tmp_path / "cli" / "data" / "diabetes-file.json").is_file()
+    index = tmp_path / "cli" / "index.html"  # rendered from what the folder holds: kept
+    stamp = index.stat().st_mtime_ns
+    assert theirs.report() == index and index.stat().st_mtime_ns == stamp
     # The file's column names are kept through the comparison's own data file.
     kept = json.loads((tmp_path / "cli" / "data" / "diabetes-file.json").read_text())
     assert kept["splits"][0]["features"] == list(table.drop(columns="target").columns)
