@@ -56,7 +56,11 @@ def _connect(client_class: Any, address: str) -> Any:
 
     def connect() -> None:
         try:
-            outcome["client"] = client_class(address, timeout=DASK_CONNECT_TIMEOUT)
+            # Not the process's default scheduler: a client that fails halfway would otherwise
+            # leave Dask (and xarray's file locks) pointed at the address it could not reach.
+            outcome["client"] = client_class(
+                address, timeout=DASK_CONNECT_TIMEOUT, set_as_default=False
+            )
         except Exception as err:  # reported to the caller below, whatever it is
             outcome["error"] = err
 

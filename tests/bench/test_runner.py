@@ -287,6 +287,14 @@ def test_a_server_that_is_not_a_dask_scheduler_is_refused_within_the_limit(
         for conn in accepted:
             conn.close()
     assert time.monotonic() - start < 20
+    # Nothing of the failed client is left as the process's scheduler (xarray would take its
+    # file locks from it, and reach for the address that failed).
+    import dask
+    import distributed
+
+    assert dask.config.get("scheduler", None) != "dask.distributed"
+    with pytest.raises(ValueError, match="No clients found"):
+        distributed.default_client()
 
 
 def test_done_means_complete_a_result_with_a_part_missing_is_run_again(tmp_path: Path) -> None:
