@@ -27,6 +27,11 @@ from ppl_bnn.devices import DEVICES
 logger = logging.getLogger("ppl_bnn.cli")
 
 
+def show(text: object) -> None:
+    """The command's answer on stdout (its log lines go to stderr)."""
+    print(text)
+
+
 def option_pair(text: str) -> tuple[str, str, object]:
     """``--option METHOD.NAME=VALUE``: the value a Python literal (``500``, ``0.01``, ``True``)
     or, failing that, the word itself."""

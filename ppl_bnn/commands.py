@@ -17,7 +17,7 @@ from ppl_bnn.bench.runner import SweepSummary, run_references
 from ppl_bnn.bench.schema import check_name
 from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.bench.suite_file import current_configs
-from ppl_bnn.cli import method_options
+from ppl_bnn.cli import method_options, show
 from ppl_bnn.compare import DEFAULT_NAME, ComparisonFailedError, FailedCellsWarning, compare
 from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
 from ppl_bnn.defaults import MAX_ATTEMPTS
@@ -163,7 +163,7 @@ def _render(results: Path) -> None:
 def _print_recommendations(report_dir: Path) -> None:
     """The report's answer on stdout, one line per dataset."""
     for line in recommendation_lines(report_dir):
-        print(line)
+        show(line)
 
 
 def report(args: argparse.Namespace) -> int:
@@ -242,7 +242,7 @@ def compare_file(args: argparse.Namespace) -> int:
             comparison, failure = err.comparison, err
     index = comparison.report()
     logger.info("report written to %s", index)
-    print(comparison.summary)
+    show(comparison.summary)
     failed = [w.message for w in caught if isinstance(w.message, FailedCellsWarning)]
     for other in (w for w in caught if not isinstance(w.message, FailedCellsWarning)):
         warnings.showwarning(other.message, other.category, other.filename, other.lineno)

@@ -117,7 +117,7 @@ class FitResult:
         in the data's own units and so is the predictive (:mod:`ppl_bnn.units`)."""
         x_arr = validate_inputs(x, self.spec.input_shape)
         if self.units is not None:
-            x_arr = validate_inputs(self.units.inputs(np.asarray(x)), self.spec.input_shape)
+            x_arr = self.units.inputs(np.asarray(x, dtype=np.float64)).astype(np.float32)
         pred = predictive_at(
             self.backend, self.spec, self.draws, x_arr, linearised_at=self.linearised_at
         )
