@@ -138,6 +138,12 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="results and report folder (default: "
                         "reports/compare-<file name>-<hash of the model and data>)")  # fmt: skip
     parser.add_argument("--reference-dir", default=None, help="reference posterior cache")
+    parser.add_argument("--predict", default=None, metavar="FILE", help="rows to predict at "
+                        "with the recommended fit (the same feature columns; a target is "
+                        "not needed)")  # fmt: skip
+    parser.add_argument("--predictions", default=None, metavar="CSV",
+                        help="where --predict writes (default: predictions-<FILE name>.csv in "
+                        "the results folder)")  # fmt: skip
     _add_retry_args(parser)
     _add_device_arg(parser)
 

@@ -10,6 +10,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ppl_bnn.bench import load_suite, run_suite
@@ -19,9 +20,12 @@ from ppl_bnn.bench.suite import SuiteError
 from ppl_bnn.bench.suite_file import current_configs
 from ppl_bnn.cli import method_options, show
 from ppl_bnn.compare import DEFAULT_NAME, ComparisonFailedError, FailedCellsWarning, compare
+from ppl_bnn.comparison import Comparison
 from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
+from ppl_bnn.data.files import DataFileError, Table, read_inputs
 from ppl_bnn.defaults import MAX_ATTEMPTS
 from ppl_bnn.model.bnn import BNN
+from ppl_bnn.prediction_table import prediction_columns, prediction_table
 from ppl_bnn.reference import describe_reference
 from ppl_bnn.report import recommendation_lines, render_report, report_is_current
 from ppl_bnn.report.live import LiveReport
@@ -204,6 +208,8 @@ def compare_file(args: argparse.Namespace) -> int:
             classes=table.classes,
         )
         test = (held.x, held.y)
+    # Rows to predict at are read first, so that a wrong file stops before any fitting.
+    to_predict = _rows_to_predict(args, table) if args.predict is not None else None
     network = {"hidden": args.hidden, "activation": args.activation}
     x = pd.DataFrame(table.x, columns=list(table.features))  # the file's column names kept
     if table.task == "classification":
@@ -248,7 +254,42 @@ def compare_file(args: argparse.Namespace) -> int:
         warnings.showwarning(other.message, other.category, other.filename, other.lineno)
     for failures in [failure] if failure else failed:
         logger.error("%s", failures.describe("run the same command again", "--rerun-failed"))
-    return 1 if failure or failed else 0
+    predicted = to_predict is None or _write_predictions(args, table, comparison, *to_predict)
+    return 1 if failure or failed or not predicted else 0
+
+
+def _rows_to_predict(args: argparse.Namespace, table: Table) -> tuple[np.ndarray, pd.DataFrame]:
+    """``--predict``'s inputs (the training file's feature columns) and its rows as read."""
+    x, rows = read_inputs(args.predict, table.features)
+    clash = set(prediction_columns(table.target, table.classes)) & set(rows.columns)
+    if clash:
+        raise DataFileError(
+            f"{args.predict}: its columns {sorted(clash)} would be overwritten by the "
+            "predictions; rename them"
+        )
+    return x, rows
+
+
+def _write_predictions(
+    args: argparse.Namespace, table: Table, comparison: Comparison, x: np.ndarray,
+    rows: pd.DataFrame,
+) -> bool:  # fmt: skip
+    """Predict ``x`` with the recommended fit and write it beside ``rows``; False (logged) where
+    nothing is recommended."""
+    try:
+        fit = comparison.recommended
+    except ValueError as err:
+        logger.error("no predictions written: %s", err)
+        return False
+    table_out = prediction_table(fit.predict(x), table.target, table.classes)
+    out = Path(
+        args.predictions or comparison.results_dir / f"predictions-{Path(args.predict).stem}.csv"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pd.concat([rows, table_out], axis=1).to_csv(out, index=False)
+    logger.info("%d predictions of %s written to %s", len(rows), fit.method, out)
+    show(f"predictions: {out}")
+    return True
 
 
 def fetch_data(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -214,15 +215,30 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match=r"no fit of map/numpyro at seed 7; seeds: 0, 1"):
         ours.fit_for("map", "numpyro", seed=7)
 
-    # The command line: the same file, the same settings, another folder.
+    # The command line: the same file, the same settings, another folder; and new rows (the
+    # held-out ones, columns shuffled, without the target) predicted by the recommended fit.
+    new_rows = table.drop(columns="target").iloc[rows].iloc[:, ::-1]
+    new_rows.to_csv(tmp_path / "new.csv", index=False)
     status = main([
         "compare", str(csv), "--target", "target", "--hidden", "4", "--methods", "map,svi",
         "--seeds", "2", "--reference", "no", "--test-fraction", "0.2", "--jobs", "1",
         "--option", "map.num_steps=60", "--option", "svi.num_steps=60",
         "--option", "svi.num_draws=20", "--out", str(tmp_path / "cli"),
+        "--predict", str(tmp_path / "new.csv"),
     ])  # fmt: skip
     assert status == 0
     theirs = Comparison(tmp_path / "cli")
+    written = pd.read_csv(tmp_path / "cli" / "predictions-new.csv")
+    pd.testing.assert_frame_equal(written[new_rows.columns], new_rows.reset_index(drop=True))
+    predicted = theirs.recommended.predict(x[rows])
+    np.testing.assert_allclose(written["target_mean"], predicted.mean, rtol=1e-6)
+    np.testing.assert_allclose(written["target_std"], predicted.std, rtol=1e-6)
+    lower, upper = written["target_lower_95"], written["target_upper_95"]
+    assert ((lower < written["target_mean"]) & (written["target_mean"] < upper)).all()
+    covered = ((lower <= y[rows]) & (y[rows] <= upper)).mean()
+    recorded = pd.read_csv(tmp_path / "cli" / "results.csv")
+    recorded = recorded[(recorded["method"] == best.method) & (recorded["seed"] == 0)]
+    assert covered == pytest.approx(recorded["coverage_95"].item())
     assert theirs.dataset == "diabetes-file"  # diabetes names a catalogue set
     numbers = ["test_ll", "rmse", "crps", "coverage_90"]
     pd.testing.assert_frame_equal(theirs.table[numbers], frame[numbers])
@@ -253,6 +269,28 @@ def test_the_command_line_names_bad_data_and_writes_nothing(
         status = main(["compare", str(csv), "--target", "y", "--out", str(tmp_path / "out")])
     assert status == 2
     assert "bad.csv: column 'b', row 2: not a number: 'oops'" in caplog.text
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ("a,y\n1,2\n", "new.csv: no feature column 'b'; the columns are 'a', 'y'"),
+        ("a,b\n1,\n", "new.csv: column 'b', row 1: missing value"),
+        ("a,b,y_mean\n1,2,3\n", r"new.csv: its columns \['y_mean'\] would be overwritten"),
+    ],
+)
+def test_rows_to_predict_are_checked_before_anything_is_fitted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, rows: str, match: str
+) -> None:
+    csv = tmp_path / "train.csv"
+    csv.write_text("a,b,y\n1,2,3.5\n1,3,4.5\n2,3,5.5\n2,5,1.0\n")
+    (tmp_path / "new.csv").write_text(rows)
+    args = ["compare", str(csv), "--target", "y", "--out", str(tmp_path / "out"),
+            "--predict", str(tmp_path / "new.csv")]  # fmt: skip
+    with caplog.at_level(logging.ERROR):
+        assert main(args) == 2
+    assert re.search(match, caplog.text)
     assert not (tmp_path / "out").exists()
 
 

@@ -161,18 +161,21 @@ def _parquet_names(path: str) -> list[str] | None:
         return None
 
 
-def _read_npz(path: str) -> pd.DataFrame:
+def _read_npz(path: str, *, targets: bool = True) -> pd.DataFrame:
     """Arrays ``x`` ((N, D) or (N,)) and ``y`` ((N,)) of an NPZ file as columns named by its
-    array ``names`` (D distinct strings) where it has one, else x0, x1, ...; and y."""
+    array ``names`` (D distinct strings) where it has one, else x0, x1, ...; and y (optional
+    where not ``targets``: a file of inputs to predict at)."""
     try:
         with np.load(path, allow_pickle=False) as archive:
             names = sorted(archive.files)
-            if "x" not in names or "y" not in names:
+            needed = ("x", "y") if targets else ("x",)
+            if any(n not in names for n in needed):
                 raise DataFileError(
-                    f"{path}: an NPZ data file needs arrays 'x' and 'y'; "
+                    f"{path}: an NPZ data file needs arrays {' and '.join(map(repr, needed))}; "
                     f"it has {', '.join(repr(n) for n in names) or 'none'}"
                 )
-            x, y = archive["x"], archive["y"]
+            x = archive["x"]
+            y = archive["y"] if "y" in names else None
             given = archive["names"] if "names" in names else None
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         if isinstance(exc, DataFileError):
@@ -182,9 +185,9 @@ def _read_npz(path: str) -> pd.DataFrame:
         x = x[:, None]
     if x.ndim != 2:
         raise DataFileError(f"{path}: array 'x' must be (N, D) or (N,), got shape {x.shape}")
-    if y.ndim != 1:
+    if y is not None and y.ndim != 1:
         raise DataFileError(f"{path}: array 'y' must be (N,), got shape {y.shape}")
-    if len(x) != len(y):
+    if y is not None and len(x) != len(y):
         raise DataFileError(f"{path}: 'x' has {len(x)} rows but 'y' has {len(y)}")
     labels = [f"x{j}" for j in range(x.shape[1])]
     if given is not None:
@@ -195,14 +198,15 @@ def _read_npz(path: str) -> pd.DataFrame:
                 f"(and not 'y'), got {_listing(labels)}"
             )
     columns = dict(zip(labels, x.T, strict=True))
-    columns["y"] = y
+    if y is not None:
+        columns["y"] = y
     return pd.DataFrame(columns)
 
 
-def _read_frame(path: str, suffix: str) -> pd.DataFrame:
+def _read_frame(path: str, suffix: str, *, targets: bool = True) -> pd.DataFrame:
     """The file's rows as a DataFrame with string column names."""
     if suffix == ".npz":
-        return _read_npz(path)
+        return _read_npz(path, targets=targets)
     if suffix == ".parquet":
         _repeated(path, _parquet_names(path) or [])
         try:
@@ -509,6 +513,34 @@ def read_table(
             ``classes``, or a ``task`` that is not one of :data:`TASKS`.
     """
     return _read(path, target=target, features=features, task=task, classes=classes)
+
+
+def read_inputs(
+    path: str | os.PathLike[str], features: Sequence[str]
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """Read the inputs of a file of rows to predict at: columns ``features`` (a fitted model's,
+    in its order) as finite float64 ``(N, D)``, beside the file's rows as read (every column,
+    for writing the predictions next to them). Other columns, a target among them, are left
+    alone; a single row is enough.
+
+    Raises:
+        DataFileError: the file's format, a missing feature column, or a missing, non-numeric or
+            infinite value in one, as :func:`read_table` words them.
+    """
+    path = str(path)
+    suffix = _suffix(path)
+    if not os.path.isfile(path):
+        raise DataFileError(f"{path}: no such file")
+    if os.path.getsize(path) == 0:
+        raise DataFileError(f"{path}: the file has no rows (it is empty)")
+    frame = _read_frame(path, suffix, targets=False)
+    used = [str(f) for f in features]
+    _columns(path, frame, used, "feature")
+    if len(frame) == 0:
+        raise DataFileError(f"{path}: the file has no rows")
+    for column in used:
+        _refuse_kind(path, frame, column)
+    return np.column_stack([_numeric(path, frame, c) for c in used]), frame
 
 
 def array_table(
