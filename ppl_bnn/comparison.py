@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import logging
 import math
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -141,6 +142,19 @@ class Verdict:
         return f"<p><strong>{head}</strong></p><ul>{items}</ul>"
 
 
+class UnitsUnknownWarning(UserWarning):
+    """A comparison's fit was saved without its data's units (by a version of ppl_bnn before
+    fits carried them): it predicts from and in the standardised units it was fitted in."""
+
+
+def _no_units(cell_id: str) -> str:
+    return (
+        f"the fit of cell {cell_id} was saved without its data's units: its predict takes "
+        "inputs standardised as its training split's and returns a standardised predictive; "
+        "delete the cell's folder and run the comparison again to refit it with its units"
+    )
+
+
 class _LazyFits(Mapping[str, FitResult]):
     """Cell id -> its :class:`FitResult`, read from the cell's folder when first asked for."""
 
@@ -151,7 +165,10 @@ class _LazyFits(Mapping[str, FitResult]):
         if cell_id not in self._ids:
             raise KeyError(f"no fitted cell {cell_id!r}; cells: {', '.join(self._ids)}")
         if cell_id not in self._loaded:
-            self._loaded[cell_id] = FitResult.load(self._dir / cell_id)
+            fit = FitResult.load(self._dir / cell_id)
+            if fit.units is None:
+                warnings.warn(UnitsUnknownWarning(_no_units(cell_id)), stacklevel=2)
+            self._loaded[cell_id] = fit
         return self._loaded[cell_id]
 
     def __iter__(self) -> Iterator[str]:
@@ -255,7 +272,8 @@ class Comparison:
     @cached_property
     def results(self) -> Mapping[str, FitResult]:
         """Cell id -> :class:`~ppl_bnn.results.FitResult` of every cell with a result, each read
-        from its folder when first asked for."""
+        from its folder when first asked for (a fit saved without its data's units warns with
+        :class:`UnitsUnknownWarning`)."""
         cells_dir = self.results_dir / "cells"
         ids = [
             r["cell_id"]
@@ -271,7 +289,8 @@ class Comparison:
 
         Raises:
             ValueError: No such contestant, or no fit of it at ``seed``; the message lists
-                what there is.
+                what there is. Or the fit was saved without its data's units, so it cannot
+                predict in them.
         """
         table = self.table
         fitted = table[table["cell_id"].isin(list(self.results))]
@@ -288,7 +307,13 @@ class Comparison:
                 seeds = ", ".join(str(s) for s in sorted(rows["seed"]))
                 raise ValueError(f"no fit of {method}/{backend} at seed {seed}; seeds: {seeds}")
             rows = chosen
-        return self.results[rows.sort_values(["seed", "split"])["cell_id"].iloc[0]]
+        cell_id = rows.sort_values(["seed", "split"])["cell_id"].iloc[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnitsUnknownWarning)
+            fit = self.results[cell_id]
+        if fit.units is None:
+            raise ValueError(_no_units(cell_id))
+        return fit
 
     @property
     def recommended(self) -> FitResult:

@@ -17,12 +17,12 @@ from ppl_bnn import BNN, Comparison, compare, layers, priors
 from ppl_bnn.bench.cell import model_arguments
 from ppl_bnn.cli import main
 from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, model_table, plan_comparison
-from ppl_bnn.comparison import Verdict
+from ppl_bnn.comparison import UnitsUnknownWarning, Verdict
 from ppl_bnn.data.dataset import Dataset
 from ppl_bnn.reference import PREDICTIONS_FILE
 from ppl_bnn.report.load import ReferenceEntry
 from ppl_bnn.report.recommend import Basis, Grade, Recommendation, Standing
-from ppl_bnn.results import FitResult
+from ppl_bnn.results import META_FILE, FitResult
 
 pytestmark = pytest.mark.runtime(45)  # seconds on 2 cores: started first (tests/conftest.py)
 
@@ -258,6 +258,18 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
                     name="diabetes-file")  # fmt: skip
     assert {p: p.stat().st_mtime_ns for p in before} == before
     pd.testing.assert_frame_equal(again.table, frame)
+
+    # A fit saved without its units (as before fits carried them) never predicts as if it had.
+    cell = "diabetes-file-split0-map-numpyro-seed1"
+    meta_path = tmp_path / "python" / "cells" / cell / META_FILE
+    meta = json.loads(meta_path.read_text())
+    meta.pop("units")
+    meta_path.write_text(json.dumps(meta))
+    older = Comparison(tmp_path / "python")
+    with pytest.warns(UnitsUnknownWarning, match="returns a standardised predictive"):
+        assert older.results[cell].units is None
+    with pytest.raises(ValueError, match=f"the fit of cell {cell} was saved without its data"):
+        older.fit_for("map", "numpyro", seed=1)
 
 
 def test_the_command_line_names_bad_data_and_writes_nothing(
