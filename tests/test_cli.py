@@ -97,6 +97,8 @@ def test_reference_command_computes_then_reuses(
         # bostonHousing's data is missing: that reference fails, the others do not wait for it.
         assert main([*args, "--reference-dir", str(cache)]) == 1
     assert "reference sine-split0: computed, ok; 4 of 4 chains kept, floor w2" in caplog.text
+    # Its batches, logged in its worker, are shown here as they finish.
+    assert "sine split 0: reference: 4 of at most 4 chains run (4 kept) in" in caplog.text
     assert "; passed" in caplog.text
     assert (
         "reference bostonHousing-split0: unavailable, failed: DatasetNotFoundError" in caplog.text

@@ -28,6 +28,9 @@ no record, and a resumed sweep runs it again), and no new worker starts until
 
 The protocol: one JSON line per task on the worker's task pipe, one JSON line back per task on
 a reply pipe (so nothing a library prints can mix with it), written after the cell's record.
+Before it, a task may send progress lines (``{"log": text, "logger": name, "level": n}``: a
+reference's batches, which take minutes); this process logs each under the worker's logger name
+and passes its text to the listeners of :func:`relayed_to` (a sweep's progress bar).
 The worker's stdout goes nowhere and its stderr to a file, whose part written during a cell
 goes into the record of a cell that killed its worker.
 """
@@ -45,7 +48,7 @@ import select
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing import forkserver, reduction
 from pathlib import Path
@@ -259,18 +262,22 @@ class WarmWorker:
     def _reply(self, timeout_s: float, doing: str, cell_timeout: bool = True) -> dict[str, Any]:
         offset = self._stderr.seek(0, os.SEEK_END)
         deadline = now() + timeout_s
-        while b"\n" not in self._buffer:
-            left = deadline - now()
-            if left <= 0 or not select.select([self._replies], [], [], left)[0]:
-                what = f"overran its {timeout_s:g} s limit {doing}"
-                raise self._lost(what, offset, timed_out=cell_timeout, died=False)
-            chunk = os.read(self._replies, 65536)
-            if not chunk:
-                self.process.join(timeout=10)
-                raise self._lost(f"died {doing}", offset, timed_out=False, died=True)
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
+        while True:
+            while b"\n" not in self._buffer:
+                left = deadline - now()
+                if left <= 0 or not select.select([self._replies], [], [], left)[0]:
+                    what = f"overran its {timeout_s:g} s limit {doing}"
+                    raise self._lost(what, offset, timed_out=cell_timeout, died=False)
+                chunk = os.read(self._replies, 65536)
+                if not chunk:
+                    self.process.join(timeout=10)
+                    raise self._lost(f"died {doing}", offset, timed_out=False, died=True)
+                self._buffer += chunk
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            message = json.loads(line)
+            if "log" not in message:
+                return message
+            _relay(message)
 
     def _lost(self, what: str, offset: int, *, timed_out: bool, died: bool) -> WorkerLost:
         """Kill the worker (if it still runs) and describe how it was lost (``died``: by itself,
@@ -326,6 +333,28 @@ class WarmWorker:
             with contextlib.suppress(OSError):
                 self._tasks.close()
             self._stderr.close()
+
+
+#: Called with the text of every progress line a worker relays (:func:`relayed_to`).
+_listeners: list[Callable[[str], None]] = []
+
+
+@contextlib.contextmanager
+def relayed_to(listener: Callable[[str], None]) -> Iterator[None]:
+    """Pass the text of every progress line a worker relays during the block to ``listener``
+    (from the thread that waits on that worker)."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def _relay(message: dict[str, Any]) -> None:
+    """A worker's progress line: logged here as the worker logged it, and shown to listeners."""
+    logging.getLogger(message["logger"]).log(message["level"], "%s", message["log"])
+    for listener in list(_listeners):
+        listener(message["log"])
 
 
 def _signal_name(code: int | None) -> str:

@@ -59,7 +59,8 @@ class LoggedProgress:
         return f"{text})"
 
     def set_postfix_str(self, text: str) -> None:
-        """The last job's outcome: already logged by the job itself."""
+        """A job's outcome, or a reference's batch relayed by its worker: each is logged
+        where it arises."""
 
     def __enter__(self) -> LoggedProgress:
         return self

@@ -379,7 +379,11 @@ def _sweep(
     shared runs (:func:`_after`) may start once that one has finished, and then goes before the
     groups that come after it in the suite, not to the end of the queue."""
     pool.allow_work()
-    with executor_cm as executor, progress(len(references) + len(cells)) as bar:
+    with (
+        executor_cm as executor,
+        progress(len(references) + len(cells)) as bar,
+        pool.relayed_to(bar.set_postfix_str),  # a reference's batches, as they finish
+    ):
         try:
             _schedule(executor, references, cells, summary, bar, root=root, results=results,
                       on_progress=on_progress, in_flight=in_flight, **process)  # fmt: skip

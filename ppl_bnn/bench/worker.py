@@ -277,6 +277,30 @@ def preload() -> None:
     import_arviz()
 
 
+#: The logger whose INFO lines a worker sends to its parent while a task runs: a reference's
+#: batches (chains run and kept, seconds, floor), minutes apart.
+RELAYED_LOGGER = "ppl_bnn.reference"
+
+
+class _Relay(logging.Handler):
+    """Sends each line of :data:`RELAYED_LOGGER` to the parent as a progress line, prefixed
+    with the running task's ``label`` (see :mod:`ppl_bnn.bench.pool`)."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__(logging.INFO)
+        self.answer, self.label = answer, ""
+
+    def emit(self, entry: logging.LogRecord) -> None:
+        text = f"{self.label}: {entry.getMessage()}"
+        self.answer({"log": text, "logger": entry.name, "level": entry.levelno})
+
+
+def _task_label(task: dict[str, Any]) -> str:
+    """A task's name in progress lines: its data set and split (a probe: its name)."""
+    cell = cell_from_dict(task["cell"])
+    return cell.cell_id if isinstance(cell, Probe) else f"{cell.label} split {cell.split}"
+
+
 def main(
     tasks_fd: int,
     reply_fd: int,
@@ -319,7 +343,13 @@ def main(
         replies.flush()
 
     answer({"ready": True, "pid": os.getpid()})
+    relay = _Relay(answer)
+    progress_logger = logging.getLogger(RELAYED_LOGGER)
+    progress_logger.setLevel(logging.INFO)
+    progress_logger.addHandler(relay)
     with os.fdopen(tasks_fd) as tasks:
         for line in tasks:
-            record = run_task(json.loads(line), threads)
+            task = json.loads(line)
+            relay.label = _task_label(task)
+            record = run_task(task, threads)
             answer({"status": record["status"]})
