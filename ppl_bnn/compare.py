@@ -40,6 +40,7 @@ from ppl_bnn.methods import available, get_method, make_options
 from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.spec import BNNSpec
+from ppl_bnn.model.targets import class_indices
 from ppl_bnn.model.validate import validate_inputs, validate_targets
 from ppl_bnn.reference import REFERENCES_DIR, ReferenceSettings
 from ppl_bnn.report import CSV_FILE, FIGURES_DIR, HTML_FILE, MARKDOWN_FILE, STATE_FILE, SUMMARY_FILE
@@ -241,7 +242,10 @@ def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, 
         raise ValueError(f"test must be a pair (x_test, y_test), got {type(test).__name__}")
     spec = model.spec
     x_test = validate_inputs(test[0], spec.input_shape, name="x_test")
-    y_test = validate_targets(test[1], x_test.shape[0], spec.likelihood, spec.num_classes)
+    labels = test[1]
+    if model.classes is not None:  # labels such as the model's data had: by its classes
+        labels = class_indices(labels, model.classes, name="y_test")
+    y_test = validate_targets(labels, x_test.shape[0], spec.likelihood, spec.num_classes)
     return arrays, {"x": x_test, "y": y_test, **names}
 
 

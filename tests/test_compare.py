@@ -167,6 +167,14 @@ def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> N
     # Another test set is another comparison: another folder's key.
     other = plan_comparison(_model(), test=(x, y + 1.0), name="mine")
     assert other.results_dir != plan_comparison(_model(), test=(x, y), name="mine").results_dir
+    # Labels such as the model's data had are mapped by its classes.
+    kinds = np.array(["red", "blue", "green", "blue"] * 15)
+    labelled = BNN(_data()[0], kinds, hidden=(4,))
+    held = plan_comparison(labelled, test=(x[:3], ["green", "red", "red"]), name="kinds")
+    _, test_file = held.files
+    assert held.files[test_file]["y"].tolist() == [1, 2, 2]
+    with pytest.raises(ValueError, match="y_test holds labels the model's classes do not: 'teal'"):
+        plan_comparison(labelled, test=(x[:2], ["teal", "red"]), name="kinds")
 
 
 def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> None:

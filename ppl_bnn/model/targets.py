@@ -122,6 +122,23 @@ def model_targets(
             "give them a label"
         )
     classes = tuple(sorted_labels(list(arr)))
+    return ModelTargets(class_indices(arr, classes), likelihood, noise, classes)
+
+
+def class_indices(y: object, classes: Sequence[str], *, name: str = "y") -> np.ndarray:
+    """Labels ``y`` as int64 indices into ``classes`` (each label compared as its
+    :func:`label_text`), e.g. a test set's labels by the training set's classes.
+
+    Raises:
+        ValueError: A label that is not among ``classes``, named.
+    """
     index = {label: k for k, label in enumerate(classes)}
-    mapped = np.array([index[label_text(v)] for v in arr], dtype=np.int64)
-    return ModelTargets(mapped, likelihood, noise, classes)
+    texts = [label_text(v) for v in np.asarray(y, dtype=object).ravel()]
+    unknown = sorted({t for t in texts if t not in index})
+    if unknown:
+        shown = ", ".join(map(repr, unknown[:_SHOWN]))
+        raise ValueError(
+            f"{name} holds labels the model's classes do not: {shown}; its classes: "
+            f"{', '.join(map(repr, classes))}"
+        )
+    return np.array([index[t] for t in texts], dtype=np.int64)

@@ -11,6 +11,7 @@ from scipy import stats
 
 from ppl_bnn import BNN, layers, priors
 from ppl_bnn.engine.registry import BACKENDS
+from ppl_bnn.model.targets import class_indices
 
 
 @pytest.fixture
@@ -128,6 +129,16 @@ def test_string_labels_become_classes_in_sorted_order(xy: tuple[np.ndarray, np.n
         ValueError, match=r"y has 2 missing label\(s\), at index 2, 7: drop those rows"
     ):
         BNN(x, ["a", "b", None, "a", "b"] * 2, hidden=(3,))
+
+
+def test_held_out_labels_map_by_the_models_classes() -> None:
+    classes = ("setosa", "versicolor", "virginica")
+    assert class_indices(pd.Series(["virginica", "setosa"]), classes).tolist() == [2, 0]
+    assert class_indices([True, False], ("False", "True")).tolist() == [1, 0]
+    with pytest.raises(
+        ValueError, match=r"y_test holds labels the model's classes do not: 'rose'; its classes: "
+    ):
+        class_indices(["setosa", "rose"], classes, name="y_test")
 
 
 def test_integer_labels_are_classes_and_floats_a_learned_regression(
