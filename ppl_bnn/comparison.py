@@ -22,8 +22,10 @@ import pandas as pd
 from ppl_bnn.bench.record import COMPLETE, RECORD_FILE, cell_dirs
 from ppl_bnn.report import HTML_FILE, fmt, render_report, report_is_current
 from ppl_bnn.report.answer import recommendations
+from ppl_bnn.report.document import Figure
 from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
+from ppl_bnn.report.figures import DATASET_FIGURES
 from ppl_bnn.report.load import (
     REFERENCE_RETRY,
     ReferenceEntry,
@@ -140,6 +142,10 @@ class Verdict:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines()[1:] if line)
         head = html.escape(self.lines()[0])
         return f"<p><strong>{head}</strong></p><ul>{items}</ul>"
+
+
+#: The names of the figures :meth:`Comparison.figure` draws, in the report's order.
+FIGURES: tuple[str, ...] = tuple(draw.__name__ for draw in DATASET_FIGURES)
 
 
 class UnitsUnknownWarning(UserWarning):
@@ -332,6 +338,23 @@ class Comparison:
             )
         logger.info("recommended: %s", chosen.name)
         return self.fit_for(*chosen.group)
+
+    def figure(self, name: str = "runtime_quality") -> Figure:
+        """One of the report's figures of this comparison, drawn from the stored results; a
+        notebook shows it inline. ``name``: one of :data:`FIGURES` (default: cost against test
+        log-likelihood, each contestant's mean ± standard error).
+
+        Raises:
+            ValueError: An unknown name (the message lists them), or one with nothing to draw
+                here (``fits_1d`` needs one input column, ``training_curves`` an SVI fit, ...).
+        """
+        draws = {draw.__name__: draw for draw in DATASET_FIGURES}
+        if name not in draws:
+            raise ValueError(f"unknown figure {name!r}; figures: {', '.join(FIGURES)}")
+        drawn = draws[name](self._results, self.dataset)
+        if drawn is None:
+            raise ValueError(f"{self.results_dir}: nothing to draw in figure {name!r} here")
+        return drawn
 
     def report(self, path: str | Path | None = None) -> Path:
         """Write the self-contained HTML report (and ``report.md``, ``results.csv``,

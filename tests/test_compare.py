@@ -207,6 +207,15 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     assert report.name == "index.html" and "Summary" in report.read_text()
     assert "Benchmark report: diabetes-file" in report.read_text()
     assert "<strong>diabetes-file: Trust" in ours._repr_html_()
+    # The report's figures, one at a time, shown inline in a notebook.
+    front = ours.figure()
+    assert front.png.startswith(b"\x89PNG") and front._repr_png_() == front.png
+    assert '<img src="data:image/png;base64,' in front._repr_html_()
+    assert "Cost against quality" in front._repr_html_()
+    with pytest.raises(ValueError, match=r"unknown figure 'front'; figures: fits_1d, calibr"):
+        ours.figure("front")
+    with pytest.raises(ValueError, match="nothing to draw in figure 'fits_1d' here"):
+        ours.figure("fits_1d")  # ten input columns
     # The recommended fit predicts from the file's own rows, in the target's units: its test
     # RMSE is the table's.
     split = json.loads((tmp_path / "python" / "data" / "diabetes-file.json").read_text())

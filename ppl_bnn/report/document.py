@@ -6,6 +6,8 @@ lay it out, so both outputs always carry the same content.
 
 from __future__ import annotations
 
+import base64
+import html
 import re
 from dataclasses import dataclass, field
 
@@ -73,11 +75,22 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    """A rendered PNG figure; ``name`` is its file stem under ``figures/``."""
+    """A rendered PNG figure; ``name`` is its file stem under ``figures/``. A notebook shows
+    it inline, with its caption."""
 
     name: str
     png: bytes
     caption: str
+
+    def _repr_png_(self) -> bytes:
+        return self.png
+
+    def _repr_html_(self) -> str:
+        data = base64.b64encode(self.png).decode("ascii")
+        return (
+            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(self.name)}">'
+            f"<figcaption>{html.escape(self.caption)}</figcaption></figure>"
+        )
 
 
 @dataclass(frozen=True)
