@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION
+from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION, data_name_problem
 from ppl_bnn.bench.lock import LOCK_FILE
 from ppl_bnn.bench.record import REPLACED_DIR, SUITE_FILE, attempts_made, read_record
 from ppl_bnn.bench.runner import FITS_DIR, SweepSummary, run_suite
@@ -332,6 +332,9 @@ def plan_comparison(
     """Check every argument and build the suite's table; nothing is written. See
     :func:`compare` for the arguments."""
     arrays, test_arrays = _arrays(model, test)
+    problem = data_name_problem(name)
+    if problem is not None:
+        raise ValueError(f"name {problem}: call the data something else, e.g. 'my-data'")
     splits = _count(splits, "splits")
     if test is not None and (test_fraction is not None or splits != 1):
         raise ValueError("with test=(x, y) there is one split: drop test_fraction and splits")

@@ -68,16 +68,20 @@ class DataFile:
         return out
 
 
-def _plain_name(loc: str, name: Any) -> str:
+def data_name_problem(name: Any) -> str | None:
+    """What is wrong with ``name`` as the name of a user's data (it joins the cell ids and must
+    not shadow a catalogue data set), or None."""
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_.-" for c in name):
-        raise SuiteError(
-            f"{loc}: a data file's name must be letters, digits, '_', '.' or '-' (it joins the "
-            f"cell ids), got {name!r}"
-        )
+        return f"must be letters, digits, '_', '.' or '-' (it joins the cell ids), got {name!r}"
     if name in dataset_names():
-        raise SuiteError(
-            f"{loc}: {name!r} is a catalogue data set; give the data file another name"
-        )
+        return f"{name!r} is a catalogue data set's name"
+    return None
+
+
+def _plain_name(loc: str, name: Any) -> str:
+    problem = data_name_problem(name)
+    if problem is not None:
+        raise SuiteError(f"{loc}: a data file's name {problem}; give the data file another name")
     return name
 
 
