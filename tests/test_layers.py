@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ppl_bnn.versions",
         "ppl_bnn.devices",
         "ppl_bnn.defaults",
+        "ppl_bnn.processes",
     ),
     ("ppl_bnn.engine",),
     ("ppl_bnn.model", "ppl_bnn.layers", "ppl_bnn.priors"),

@@ -10,7 +10,8 @@ process the parent's main module (its path or module name) and imports it there 
 calls ``compare`` without an ``if __name__ == "__main__":`` guard would then run again in every
 worker. A worker needs nothing from it (its tasks are JSON, its code is this package), so the
 fork server drops the main module from the preparation of every process named
-:data:`~ppl_bnn.bench.pool.WORKER_NAME`; other processes it forks are prepared as usual.
+:data:`~ppl_bnn.bench.pool.WORKER_NAME` (:mod:`ppl_bnn.processes`); other processes it forks are
+prepared as usual.
 """
 
 from __future__ import annotations
@@ -20,17 +21,14 @@ from typing import Any
 
 from ppl_bnn.bench import worker
 from ppl_bnn.bench.pool import WORKER_NAME
+from ppl_bnn.processes import without_main
 
-#: The preparation entries through which a new process imports its parent's main module.
-_MAIN_ENTRIES = ("init_main_from_path", "init_main_from_name")
 _prepare = spawn.prepare
 
 
 def _prepare_without_main(data: dict[str, Any]) -> None:
     """``multiprocessing.spawn.prepare``, without the parent's main module for a worker."""
-    if data.get("name") == WORKER_NAME:
-        data = {key: value for key, value in data.items() if key not in _MAIN_ENTRIES}
-    _prepare(data)
+    _prepare(without_main(data) if data.get("name") == WORKER_NAME else data)
 
 
 spawn.prepare = _prepare_without_main

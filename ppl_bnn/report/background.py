@@ -4,7 +4,9 @@ The report is built in one process, on one core. Its slowest table that needs no
 the build, the PSIS-LOO comparison (:func:`ppl_bnn.report.stats.loo_compare`), runs in a new
 interpreter that loads the same results folder, so that a second core works on it while the
 figures are drawn. A new interpreter (``spawn``), not a fork:
-the results' netCDF files are open in this one, and HDF5 handles must not cross a fork.
+the results' netCDF files are open in this one, and HDF5 handles must not cross a fork. It
+does not import the user's script (:mod:`ppl_bnn.processes`): one that renders a report
+without a ``__main__`` guard runs once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
+
+from ppl_bnn.processes import without_main_module
 
 if TYPE_CHECKING:
     from ppl_bnn.report.load import SuiteResults
@@ -45,9 +49,10 @@ class Background:
         try:
             self._executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
             cell_ids = results.cells["cell_id"].tolist() if not results.cells.empty else []
-            self._future = self._executor.submit(
-                _of_folder, name, str(results.results_dir), cell_ids
-            )
+            with without_main_module():  # the process starts in submit
+                self._future = self._executor.submit(
+                    _of_folder, name, str(results.results_dir), cell_ids
+                )
         except (OSError, RuntimeError) as err:
             logger.info("report: %s in this process (%s)", name, err)
             self.close()

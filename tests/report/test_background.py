@@ -3,6 +3,8 @@ still gets it where that process cannot run."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -50,3 +52,21 @@ def test_a_second_process_that_fails_leaves_the_table_to_this_one(tmp_path: Path
     # The folder the second process would load is not there: it fails, this one computes.
     fake = type("Results", (), {"results_dir": tmp_path / "gone", "cells": pd.DataFrame()})()
     assert background.Background("loo_compare", fake, lambda: "here").result() == "here"
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """The second process does not import the script that started it: a script calling the
+    report at its top level, with no ``if __name__ == "__main__":``, runs once."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import pandas as pd\n"
+        "from ppl_bnn.report import background\n"
+        "print('script ran', flush=True)\n"
+        f"gone = type('R', (), {{'results_dir': {str(tmp_path / 'gone')!r}, "
+        "'cells': pd.DataFrame()})()\n"
+        "print(background.Background('loo_compare', gone, lambda: 'here').result())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == ["script ran", "here"], done.stdout + done.stderr
