@@ -63,4 +63,7 @@ html_context = {"default_mode": "auto"}
 html_show_sourcelink = False
 # The site works from a file:// URL and offline: no external fonts, analytics or search index
 # fetched from elsewhere.
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["ppl_bnn.css"]  # long code lines wrap
+# Pages with no pages under them have no section navigation to show: no left sidebar.
+html_sidebars = {page: [] for page in ("getting-started", "api", "defaults", "architecture")}

@@ -32,6 +32,16 @@ UNLINKED = {"genindex.html", "search.html", "py-modindex.html"}
 
 LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"""
 IDS_JS = """() => Array.from(document.querySelectorAll('[id]'), e => e.id)"""
+#: A shown section navigation with no link in it, and the code blocks clipped at their edge.
+LAYOUT_JS = """() => {
+  const nav = document.querySelector('nav.bd-docs-nav');
+  const shown = nav !== null && nav.offsetParent !== null;
+  return {
+    empty_nav: shown && nav.querySelectorAll('a').length === 0,
+    clipped: Array.from(document.querySelectorAll('pre'))
+      .filter(e => e.scrollWidth > e.clientWidth + 1).length,
+  };
+}"""
 
 
 def _site() -> Path:
@@ -50,6 +60,7 @@ class Crawl:
     pages: dict[Path, list[str]] = field(default_factory=dict)  # page -> its anchors' ids
     links: list[tuple[Path, Path, str]] = field(default_factory=list)  # (from, to, fragment)
     errors: dict[Path, list[str]] = field(default_factory=dict)
+    layout: dict[Path, dict[str, Any]] = field(default_factory=dict)  # LAYOUT_JS's findings
     outside: set[str] = field(default_factory=set)
 
 
@@ -99,6 +110,7 @@ def crawl() -> Iterator[Crawl]:
             current["errors"] = []
             page.goto(path.as_uri(), wait_until="load")
             found.pages[path] = page.evaluate(IDS_JS)
+            found.layout[path] = page.evaluate(LAYOUT_JS)
             if current["errors"]:
                 found.errors[path] = current["errors"]
             for href in page.evaluate(LINKS_JS):
@@ -138,6 +150,15 @@ def test_every_internal_link_and_anchor_resolves(crawl: Crawl) -> None:
         if fragment and target in crawl.pages and fragment not in crawl.pages[target]
     ]
     assert not missing, missing
+
+
+def test_no_page_shows_an_empty_navigation_or_clips_its_code(crawl: Crawl) -> None:
+    """At 1280 px: a page's section navigation, where shown, lists pages, and long lines of
+    code and of output wrap instead of running past their box."""
+    empty = sorted(p.name for p, found in crawl.layout.items() if found["empty_nav"])
+    assert not empty, f"pages with an empty section navigation: {empty}"
+    clipped = {p.name: found["clipped"] for p, found in crawl.layout.items() if found["clipped"]}
+    assert not clipped, f"code blocks clipped (page: count): {clipped}"
 
 
 def test_nothing_is_fetched_from_outside_the_site(crawl: Crawl) -> None:
