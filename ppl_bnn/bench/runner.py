@@ -46,7 +46,7 @@ from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.preflight import check_cells_memory
 from ppl_bnn.bench.process import run_cell_process, run_cells_process
-from ppl_bnn.bench.progress import progress
+from ppl_bnn.bench.progress import SweepProgress
 from ppl_bnn.bench.record import (
     FAILED,
     PREDICTIONS_FILE,
@@ -381,7 +381,7 @@ def _sweep(
     pool.allow_work()
     with (
         executor_cm as executor,
-        progress(len(references) + len(cells)) as bar,
+        SweepProgress(len(references), len(cells)) as bar,
         pool.relayed_to(bar.set_postfix_str),  # a reference's batches, as they finish
     ):
         try:
@@ -456,14 +456,14 @@ def _record(
         if results is not None:
             publish_reference(outcome, root, results)
         label, status = f"reference {outcome.name}", outcome.document["status"]
-        bar.update()
+        bar.done("reference")
     else:
         for cell, status in zip(item, _group_statuses(future, item), strict=True):
             summary.statuses[status] += 1
             if status in FAILED:
                 summary.failed_cells.append(cell.cell_id)
         label = item[-1].cell_id
-        bar.update(len(item))
+        bar.done("cell", len(item))
     bar.set_postfix_str(f"{label}: {status}")
     if on_progress is not None:
         on_progress([] if isinstance(item, _PendingReference) else [c.label for c in item])

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from ppl_bnn.bench import progress as progress_module
-from ppl_bnn.bench.progress import LINE_EVERY_S, LoggedProgress, progress
+from ppl_bnn.bench.progress import LINE_EVERY_S, LoggedProgress, SweepProgress, progress
 
 
 class _Clock:
@@ -62,3 +62,38 @@ def test_no_bar_without_a_terminal_or_under_ci(monkeypatch: pytest.MonkeyPatch) 
     bar = progress(5)
     assert not isinstance(bar, LoggedProgress)
     bar.close()
+
+
+def test_references_then_cells_each_estimate_their_own_time_left(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A reference's minutes are not read as every cell's: each phase has its own count and
+    clock, and a cell done while a reference still ran is counted when the cells' phase begins."""
+    clock = _Clock()
+    with caplog.at_level(logging.INFO, logger="ppl_bnn.bench.runner"):
+        sweep = SweepProgress(
+            2, 10, display=lambda total, unit: LoggedProgress(total, unit=unit, clock=clock)
+        )
+        with sweep:
+            clock.now += 300.0
+            sweep.done("reference")
+            clock.now += 6.0
+            sweep.done("cell")  # beside the second reference
+            clock.now += 294.0
+            sweep.done("reference")
+            for _ in range(9):
+                clock.now += 6.0
+                sweep.done("cell")
+    lines = [r.getMessage() for r in caplog.records if " done (" in r.getMessage()]
+    assert lines[:2] == [
+        "1 of 2 references done (5.0 min spent, about 5.0 min left)",
+        "2 of 2 references done (10.0 min spent)",
+    ]
+    assert lines[2] == "1 of 10 cells done (0 s spent)"  # the early one: no rate yet
+    assert lines[3] == "2 of 10 cells done (6 s spent, about 24 s left)"
+    assert lines[-1] == "10 of 10 cells done (54 s spent)"
+
+
+def test_a_sweep_of_cells_alone_counts_cells() -> None:
+    sweep = SweepProgress(0, 3, display=lambda total, unit: LoggedProgress(total, unit=unit))
+    assert (sweep.bar.total, sweep.bar.unit) == (3, "cell")
