@@ -262,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    if not args.verbose:  # JAX's search for accelerators it does not find is not news
+        logging.getLogger("jax").setLevel(logging.WARNING)
     try:
         # The numerical stack, only now that the arguments are known to be good.
         from ppl_bnn.methods.memory import InsufficientMemoryError

@@ -27,6 +27,8 @@ def test_report_without_results(tmp_path: Path, caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.ERROR):
         assert main(["report", "--reports-dir", str(tmp_path)]) == 2
     assert "no stored results" in caplog.text and "ppl-bnn bench --suite default" in caplog.text
+    # JAX's INFO lines (its search for a TPU) are not shown without --verbose.
+    assert logging.getLogger("jax").level == logging.WARNING
 
 
 def test_unknown_suite(caplog: pytest.LogCaptureFixture) -> None:
