@@ -119,12 +119,14 @@ RECORD_FILE = "record.json"
 #: Chains sampled together where the settings do not say.
 CHAINS_PER_BATCH = 16
 #: The samplers a reference's chains may be run by (each a method of that name on NumPyro).
-ENGINES: tuple[str, ...] = ("mclmc", "nuts")
+ENGINES: tuple[str, ...] = ("mclmc", "mams", "nuts")
 #: Each engine's warm-up and kept draws per chain where the settings leave them out, and the
 #: options only it reads: MCLMC keeps every ``thinning``-th of its steps (cheap ones, one
-#: gradient each); NUTS's draws each cost up to ``2**max_tree_depth - 1`` gradients.
+#: gradient each); MAMS every ``thinning``-th of its Metropolis steps (two gradients each on
+#: average); NUTS's draws each cost up to ``2**max_tree_depth - 1`` gradients.
 ENGINE_DEFAULTS: dict[str, dict[str, Any]] = {
     "mclmc": {"num_warmup": 2000, "num_samples": 100, "thinning": 20},
+    "mams": {"num_warmup": 2000, "num_samples": 100, "thinning": 10, "target_accept": 0.9},
     "nuts": {"num_warmup": 500, "num_samples": 500, "max_tree_depth": 8, "target_accept": 0.8},
 }
 
@@ -141,7 +143,7 @@ class ReferenceSettings:
     after ``max_seconds``.
 
     Attributes:
-        engine: ``"mclmc"`` or ``"nuts"`` (:data:`ENGINES`), on NumPyro.
+        engine: ``"mclmc"``, ``"mams"`` or ``"nuts"`` (:data:`ENGINES`), on NumPyro.
         num_chains: The most chains (K).
         chains_per_batch: Chains sampled together (default :data:`CHAINS_PER_BATCH`, or
             ``num_chains`` where that is fewer).
@@ -150,8 +152,9 @@ class ReferenceSettings:
         max_seconds: The sampling budget.
         num_warmup, num_samples: Per chain; None: the engine's default (:data:`ENGINE_DEFAULTS`,
             filled in when the settings are made).
-        thinning: MCLMC's steps per kept draw (None: its default).
-        max_tree_depth, target_accept: NUTS's (None: its defaults).
+        thinning: MCLMC's or MAMS's steps per kept draw (None: its default).
+        max_tree_depth: NUTS's (None: its default).
+        target_accept: NUTS's or MAMS's (None: its default).
         seed: The reference's seed (each batch a child seed of it).
         timeout_s: Wall-clock limit of one reference's process.
     """

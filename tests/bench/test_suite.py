@@ -194,7 +194,7 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
             {"reference": {"engine": "nuts", "target_accept": 1.5}},
             r"target_accept must be a number in \(0, 1\)",
         ),
-        ({"reference": {"engine": "hmc"}}, r"unknown engine 'hmc'; available: mclmc, nuts"),
+        ({"reference": {"engine": "hmc"}}, r"unknown engine 'hmc'; available: mclmc, mams, nuts"),
         ({"reference": {"max_tree_depth": 5}}, "max_tree_depth is not read by the mclmc engine"),
         ({"reference": {"chains_per_batch": 513}}, "chains_per_batch must be from 1 to num_chains"),
         ({"reference": {"target_floor": 0}}, "target_floor must be a finite number > 0, got 0"),

@@ -92,6 +92,27 @@ def test_mclmc_matches_exact_posterior_within_its_bias(diagonal, init):
         assert abs(sd - diagonal.std[i]) < tolerance, f"std of coordinate {i}"
 
 
+@pytest.mark.parametrize("init", ["uniform", "ensemble"])
+def test_mams_matches_exact_posterior(diagonal, init):
+    """Adjusted MCLMC (NumPyro only) has a Metropolis test: its draws match the posterior to
+    Monte Carlo error alone (4 MCSE on each mean and standard deviation), with no divergence."""
+    result = fit(
+        diagonal.model, "mams", seed=11, num_warmup=1000, num_samples=2000, num_chains=4,
+        init=init,
+    )  # fmt: skip
+    draws = flat_draws(result.draws)
+    assert draws.shape == (4, 2000, 3)
+    assert (result.info["frozen_chains"], result.info["dropped_chains"]) == ([], [])
+    assert min(result.info["acceptance"]) > 0.8  # tuned for 0.9
+    for i in range(3):
+        mean, mcse = _mean_and_mcse(draws[..., i])
+        assert az.ess(draws[..., i], method="bulk") > 2000, f"coordinate {i}: ESS too low"
+        assert abs(mean - diagonal.mean[i]) < 4 * mcse, f"mean of coordinate {i}"
+        sd, mcse_sd = _sd_and_mcse(draws[..., i])
+        assert abs(sd - diagonal.std[i]) < 4 * mcse_sd, f"std of coordinate {i}"
+    assert not result.sample_stats["diverging"].any()
+
+
 @pytest.fixture(scope="module")
 def pyro_default_path(diagonal):
     """NUTS on Pyro's own per-site potential, eager: Pyro's default path."""

@@ -93,3 +93,17 @@ def test_chains_dropped_in_a_later_batch_keep_their_place_in_the_ensemble(sample
     assessment = assess_summary(ChainSummary.join([first, stuck]))
     assert assessment.dropped == {9: "frozen: step size 0 (median 0.1)"}
     assert assessment.num_chains == 16 and 9 not in assessment.kept and len(assessment.kept) == 15
+
+
+def test_a_mams_reference_keeps_every_chain_and_its_halves_agree(model: BNN) -> None:
+    """The Metropolis-adjusted engine: every chain from the ensemble's modes kept, a floor as
+    small as NUTS's."""
+    settings = ReferenceSettings(
+        engine="mams", num_chains=8, chains_per_batch=8, target_floor=1e-9, num_warmup=200,
+        num_samples=100, thinning=5,
+    )  # fmt: skip
+    result, assessment = sample_reference(model, X_TEST, settings)
+    assert len(assessment.kept) == 8 and not assessment.dropped
+    assert result.info["dropped_chains"] == []
+    assert min(result.info["acceptance"]) > 0.6
+    assert assessment.metrics()["floor_w2_std"] < 0.01

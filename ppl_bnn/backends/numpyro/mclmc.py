@@ -1,5 +1,7 @@
 """The ``mclmc`` driver on NumPyro: BlackJAX's MCLMC tuner and kernel on the model's log density
-over one flat unconstrained vector, chains vectorised (see :mod:`ppl_bnn.methods.mclmc`).
+over one flat unconstrained vector, chains vectorised (see :mod:`ppl_bnn.methods.mclmc`). The
+tuning, sampling, freezing and dropping of chains here serve the adjusted sampler too
+(:mod:`ppl_bnn.backends.numpyro.mams`), which brings its own :class:`Dynamics`.
 
 Tuning and sampling are two compiled programs, each over every chain at once (``vmap``), so
 that they are timed apart. A chain that comes out *frozen* (:func:`frozen_reason`) is tuned and
@@ -54,11 +56,32 @@ class _Chains(NamedTuple):
     stats: dict[str, np.ndarray]  # stat -> (chain, draw)
     step_size: np.ndarray  # (chain,)
     L: np.ndarray  # (chain,)
-    energy_var: np.ndarray  # (chain,): mean squared energy change / d, kept draws' steps
+    summary: dict[str, np.ndarray]  # name -> (chain,): Dynamics.summary of the kept draws
+
+
+class Dynamics(NamedTuple):
+    """One microcanonical sampler, as the shared driver runs it.
+
+    Attributes:
+        name: Its method's name (program cache keys, seeds' purposes).
+        programs: ``(density, options) -> (tune, sample)``, each over every chain at once:
+            ``tune(starts, keys, step_sizes, data) -> (states, params)`` and
+            ``sample(states, params, keys, data) -> {"position", "lp", "diverging", ...}``, one
+            entry per kept draw (the rest become sample stats).
+        sizes: ``options ->`` the options that shape the programs (their cache key).
+        summary: ``(stats, dim) -> {name: (chain,)}``, per-chain values for ``info``.
+        start_step: ``(options, dim) ->`` the step size the tuner starts from.
+    """
+
+    name: str
+    programs: Callable[[FlatDensity, Any], tuple[Callable, Callable]]
+    sizes: Callable[[Any], tuple]
+    summary: Callable[[dict[str, np.ndarray], int], dict[str, np.ndarray]]
+    start_step: Callable[[Any, int], float] = lambda options, dim: options.step_size
 
 
 def _starts(
-    name: str, target: Target, options: MCLMCOptions, seed: int, density: FlatDensity
+    name: str, target: Target, options: Any, seed: int, density: FlatDensity
 ) -> tuple[jax.Array, dict[str, Any]]:
     """The chains' flat unconstrained starts (chain, d) and what making them cost and gave:
     U(-2, 2) per coordinate, or a deep ensemble's modes (:mod:`ppl_bnn.methods.starts`; as
@@ -72,9 +95,8 @@ def _starts(
 
 
 def _programs(density: FlatDensity, options: MCLMCOptions) -> tuple[Callable, Callable]:
-    """``tune(starts, keys, step_sizes, data) -> (states, params)`` and
-    ``sample(states, params, keys, data) -> (positions, lp, energy_change, reverted)``, each
-    over every chain at once."""
+    """Unadjusted MCLMC's ``tune`` and ``sample`` (see :class:`Dynamics`); its draws' stats:
+    the last step's energy change, and whether a step was reverted."""
     kernel = blackjax.mcmc.mclmc.build_kernel()
     frac1, frac2, frac3 = TUNING_FRACTIONS
 
@@ -105,13 +127,33 @@ def _programs(density: FlatDensity, options: MCLMCOptions) -> tuple[Callable, Ca
             state, info = lax.scan(step, state, jax.random.split(key, options.thinning))
             # BlackJAX reverts a step that is not finite (``nonans`` False): a divergence.
             reverted = ~jnp.all(info.nonans)
-            return state, (state.position, state.logdensity, info.energy_change[-1], reverted)
+            return state, {
+                "position": state.position,
+                "lp": state.logdensity,
+                "energy_change": info.energy_change[-1],
+                "diverging": reverted,
+            }
 
         _, kept = lax.scan(block, state, jax.random.split(key, options.num_samples))
         return kept
 
     in_axes = (0, 0, 0, None)
     return jax.vmap(tune, in_axes=in_axes), jax.vmap(sample, in_axes=in_axes)
+
+
+def _energy_var(stats: dict[str, np.ndarray], dim: int) -> dict[str, np.ndarray]:
+    """The energy error's variance per dimension (its mean is about 0), from the last step of
+    each kept draw; on BNNs a few large errors can dominate it, where the tuner's own estimate
+    weighs them down."""
+    return {"energy_var": np.mean(np.square(stats["energy_change"]), axis=1) / dim}
+
+
+UNADJUSTED = Dynamics(
+    name="mclmc",
+    programs=_programs,
+    sizes=lambda o: (o.num_warmup, o.desired_energy_var, o.diagonal_preconditioning),
+    summary=_energy_var,
+)
 
 
 def frozen_reason(
@@ -142,11 +184,17 @@ class _Runner:
     compilation it triggers."""
 
     def __init__(
-        self, target: Target, options: MCLMCOptions, density: FlatDensity, clock: CompileClock
+        self,
+        target: Target,
+        options: Any,
+        density: FlatDensity,
+        clock: CompileClock,
+        dynamics: Dynamics = UNADJUSTED,
     ) -> None:
         self.spec, self.options, self.density, self.clock = target.spec, options, density, clock
+        self.dynamics = dynamics
         self.data = (target.x, target.y)
-        self.tune_fn, self.sample_fn = _programs(density, options)
+        self.tune_fn, self.sample_fn = dynamics.programs(density, options)
         self.seconds = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0}
 
     def _timed(self, phase: str, run: Callable[[], Any]) -> Any:
@@ -161,8 +209,8 @@ class _Runner:
     def _call(self, phase: str, name: str, fn: Callable, *args: Any) -> Any:
         """``fn(*args, data)`` compiled once per process for these options and shapes."""
         o = self.options
-        sizes = (o.num_warmup, o.desired_energy_var, o.diagonal_preconditioning)
-        key = ("mclmc", name, self.spec, *sizes, o.num_samples, o.thinning)
+        sizes = self.dynamics.sizes(o)
+        key = (self.dynamics.name, name, self.spec, *sizes, o.num_samples, o.thinning)
         return self._timed(phase, lambda: compiled(key, fn, *args, self.data)(*args, self.data))
 
     def tune(self, starts: Any, keys: Any, step_size: float) -> tuple[Any, Any]:
@@ -170,8 +218,9 @@ class _Runner:
         step_sizes = jnp.full((starts.shape[0],), step_size, jnp.float32)
         return self._call("warmup", "tune", self.tune_fn, starts, keys, step_sizes)
 
-    def sample(self, state: Any, params: Any, keys: Any) -> tuple[Any, ...]:
-        """Per chain and kept draw: position, log density, energy change, reverted step."""
+    def sample(self, state: Any, params: Any, keys: Any) -> dict[str, Any]:
+        """Per chain and kept draw: position, log density, divergence and the dynamics' own
+        stats."""
         return self._call("sampling", "sample", self.sample_fn, state, params, keys)
 
     def constrain(self, positions: Any) -> dict[str, np.ndarray]:
@@ -189,23 +238,15 @@ class _Runner:
         """Tune and sample the chains started at ``starts`` (chain, d); the chains and why
         each is frozen (None: it is not)."""
         state, params = self.tune(starts, tune_keys, step_size)
-        positions, lp, energy_change, reverted = self.sample(state, params, sample_keys)
+        kept = self.sample(state, params, sample_keys)
+        positions = kept.pop("position")
         draws = self.constrain(positions)
         reasons = _reasons(step_size, params, state, positions, draws)
         step_sizes = np.asarray(params.step_size)
-        energy_change = np.asarray(energy_change)
-        stats = {
-            "lp": np.asarray(lp),
-            "energy_change": energy_change,
-            "diverging": np.asarray(reverted),
-            "step_size": np.repeat(step_sizes[:, None], energy_change.shape[1], axis=1),
-        }
-        # The energy error's variance per dimension (its mean is about 0), from the last step
-        # of each kept draw; on BNNs a few large errors can dominate it, where the tuner's own
-        # estimate weighs them down.
-        energy_var = np.mean(np.square(energy_change), axis=1) / self.density.dim
-        chains = _Chains(draws, stats, step_sizes, np.asarray(params.L), energy_var)
-        return chains, reasons
+        stats = {stat: np.asarray(values) for stat, values in kept.items()}
+        stats["step_size"] = np.repeat(step_sizes[:, None], stats["lp"].shape[1], axis=1)
+        summary = self.dynamics.summary(stats, self.density.dim)
+        return _Chains(draws, stats, step_sizes, np.asarray(params.L), summary), reasons
 
 
 def _reasons(
@@ -241,7 +282,7 @@ def _replace_chains(chains: _Chains, rows: np.ndarray, new: _Chains) -> _Chains:
     return jax.tree.map(put, chains, new)
 
 
-def _all_frozen(name: str, target: Target, options: MCLMCOptions) -> DivergedError:
+def _all_frozen(name: str, target: Target, options: Any) -> DivergedError:
     return diverged(
         name,
         "the step-size tuner froze every chain (its step size fell to zero, or the chain's "
@@ -258,13 +299,15 @@ def _all_frozen(name: str, target: Target, options: MCLMCOptions) -> DivergedErr
 
 
 def _tune_and_sample(
-    name: str, target: Target, options: MCLMCOptions, seed: int, runner: _Runner, starts: Any
+    name: str, target: Target, options: Any, seed: int, runner: _Runner, starts: Any
 ) -> tuple[_Chains, dict[str, Any]]:
     """Every chain tuned and sampled, a frozen one once more from a smaller start; the chains
     kept and what froze (``frozen_chains``, ``dropped_chains``)."""
     n = starts.shape[0]
+    kind = runner.dynamics.name
+    step_size = runner.dynamics.start_step(options, runner.density.dim)
     chains, reasons = runner.attempt(
-        starts, options.step_size, _keys(seed, "mclmc_tune", n), _keys(seed, "mclmc_sample", n)
+        starts, step_size, _keys(seed, f"{kind}_tune", n), _keys(seed, f"{kind}_sample", n)
     )
     frozen = [c for c, why in enumerate(reasons) if why is not None]
     dropped: list[dict[str, Any]] = []
@@ -273,8 +316,8 @@ def _tune_and_sample(
             logger.warning("%s: chain %d froze (%s); retuning it", name, c, reasons[c])
         rows = np.asarray(frozen)
         retuned, again = runner.attempt(
-            starts[rows], options.step_size / RETUNE_FACTOR,
-            _keys(seed, "mclmc_retune", n)[rows], _keys(seed, "mclmc_resample", n)[rows],
+            starts[rows], step_size / RETUNE_FACTOR,
+            _keys(seed, f"{kind}_retune", n)[rows], _keys(seed, f"{kind}_resample", n)[rows],
         )  # fmt: skip
         chains = _replace_chains(chains, rows, retuned)
         dropped = [{"chain": c, "reason": why} for c, why in zip(frozen, again, strict=True) if why]
@@ -289,10 +332,16 @@ def _tune_and_sample(
 
 def run(name: str, target: Target, options: MCLMCOptions, seed: int) -> RunOutput:
     """Tune and run MCLMC on every chain at once, from the starts ``options.init`` says."""
+    return run_chains(name, target, options, seed, UNADJUSTED)
+
+
+def run_chains(name: str, target: Target, options: Any, seed: int, dynamics: Dynamics) -> RunOutput:
+    """Tune and run ``dynamics`` on every chain at once, from the starts ``options.init`` says
+    (options with ``num_chains``, ``num_samples``, ``thinning``, ``step_size`` and ``init``)."""
     density = flat_density(target.spec)
     starts, start_info = _starts(name, target, options, seed, density)
     with CompileClock() as clock:
-        runner = _Runner(target, options, density, clock)
+        runner = _Runner(target, options, density, clock, dynamics)
         chains, frozen_info = _tune_and_sample(name, target, options, seed, runner, starts)
     timings = dict(runner.seconds)
     warmup, compile_s = start_seconds(start_info)
@@ -302,7 +351,7 @@ def run(name: str, target: Target, options: MCLMCOptions, seed: int) -> RunOutpu
         "chain_method": "vectorized",
         "step_size": chains.step_size.astype(float).tolist(),
         "L": chains.L.astype(float).tolist(),
-        "energy_var": chains.energy_var.astype(float).tolist(),
+        **{key: values.astype(float).tolist() for key, values in chains.summary.items()},
         **frozen_info,
         **start_info,
     }
