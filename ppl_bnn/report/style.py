@@ -23,6 +23,7 @@ _PALETTE = [
     "#8c6d31",
     "#7b4173",
     "#3182bd",
+    "#e6550d",
 ]
 _MARKERS = {"numpyro": "o", "pyro": "s"}
 _LINESTYLES = {"numpyro": "-", "pyro": "--"}
