@@ -1,8 +1,8 @@
 """A sweep's progress where its user looks: a widget in a notebook that has ipywidgets, a text
-bar in a terminal or another notebook (no warning about the widget), and where no one watches
-a bar (output to a file, CI) a logged line with the count, the time spent and an estimate of
-the time left, every tenth of the jobs or every :data:`LINE_EVERY_S` seconds, whichever comes
-first.
+bar in a terminal or another notebook (no warning about the widget; a notebook run under CI
+included), and where no one watches a bar (output to a file, a terminal under CI) a logged line
+with the count, the time spent and an estimate of the time left, every tenth of the jobs or
+every :data:`LINE_EVERY_S` seconds, whichever comes first.
 
 A sweep's references run first and take minutes each, its cells seconds: :class:`SweepProgress`
 counts them as two phases on one display, so that each phase's time left is estimated from its
@@ -80,14 +80,13 @@ class LoggedProgress:
 
 def progress(total: int, unit: str = "job") -> Any:
     """The progress display for ``total`` jobs (see the module docstring)."""
-    if os.environ.get("CI"):
-        return LoggedProgress(total, unit=unit)
-    notebook = _in_notebook()
+    notebook = _in_notebook()  # first: a notebook run under CI still shows in the notebook
     if notebook and importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.notebook import tqdm
 
         return tqdm(total=total, unit=unit)
-    if notebook or os.isatty(2):  # a notebook shows a text bar's updates in place
+    # A notebook shows a text bar's updates in place; a terminal does, unless CI logs it.
+    if notebook or (os.isatty(2) and not os.environ.get("CI")):
         from tqdm import tqdm
 
         return tqdm(total=total, unit=unit, dynamic_ncols=True, file=sys.stderr)

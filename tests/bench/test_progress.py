@@ -54,11 +54,23 @@ def test_slow_jobs_get_a_line_each_minute(caplog: pytest.LogCaptureFixture) -> N
 
 def test_no_bar_without_a_terminal_or_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "1")
+    monkeypatch.setattr(progress_module.os, "isatty", lambda fd: True)
     assert isinstance(progress(5), LoggedProgress)
     monkeypatch.delenv("CI")
     monkeypatch.setattr(progress_module.os, "isatty", lambda fd: False)
     assert isinstance(progress(5), LoggedProgress)
     monkeypatch.setattr(progress_module.os, "isatty", lambda fd: True)
+    bar = progress(5)
+    assert not isinstance(bar, LoggedProgress)
+    bar.close()
+
+
+def test_a_notebook_shows_a_bar_even_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook executed in CI (a docs build, a notebook test) still shows its progress in the
+    notebook: logged lines would reach no handler there."""
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setattr(progress_module, "_in_notebook", lambda: True)
+    monkeypatch.setattr(progress_module.os, "isatty", lambda fd: False)
     bar = progress(5)
     assert not isinstance(bar, LoggedProgress)
     bar.close()
