@@ -81,9 +81,11 @@ def measure(name: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         data, keywords = _data(name, args.suite, args.data_dir, Path(folder))
     model = BNN(data.x_train, data.y_train, **keywords)
+    chosen = ("num_warmup", "num_samples", "thinning", "chains_per_batch")
+    per_chain = {k: getattr(args, k) for k in chosen}
     settings = ReferenceSettings(engine=engine, num_chains=args.num_chains,
-                                 max_seconds=args.max_seconds,
-                                 target_floor=args.target_floor)  # fmt: skip
+                                 max_seconds=args.max_seconds, target_floor=args.target_floor,
+                                 **{k: v for k, v in per_chain.items() if v})  # fmt: skip
     result, assessment = sample_reference(model, data.x_test, settings)
     weights = sum(site.size for site in model.spec.sites())
     return {
@@ -196,6 +198,11 @@ def main() -> None:
     parser.add_argument("--num-chains", type=int, default=ReferenceSettings().num_chains)
     parser.add_argument("--max-seconds", type=float, default=ReferenceSettings().max_seconds)
     parser.add_argument("--target-floor", type=float, default=ReferenceSettings().target_floor)
+    for flag in ("--num-warmup", "--num-samples", "--thinning", "--chains-per-batch"):
+        parser.add_argument(flag, type=int, default=None, help="default: the engine's")
+    parser.add_argument("--records", type=Path, default=RESULTS,
+                        help="where the records go (default: the committed ones; another "
+                             "folder keeps a trial of other settings apart)")  # fmt: skip
     parser.add_argument("--write", type=Path, default=None, help="only write the table here")
     parser.add_argument("--from-results", type=Path, default=None,
                         help="take the references a benchmark run computed in this results "
@@ -206,14 +213,14 @@ def main() -> None:
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     configure_runtime(host_devices=1)
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.records.mkdir(parents=True, exist_ok=True)
     if args.from_results is not None:
         records = from_results(args.from_results, args)
     else:
         records = (measure(name, engine, args) for name in args.datasets.split(",")
                    for engine in args.engine.split(","))  # fmt: skip
     for record in records:
-        path = RESULTS / f"{record['dataset']}-{record['engine']}.json"
+        path = args.records / f"{record['dataset']}-{record['engine']}.json"
         path.write_text(json.dumps(record, indent=1) + "\n")
         logging.info("%s: %s", path, record["stopped"])
 

@@ -158,12 +158,14 @@ REFERENCE_QUANTILES = 100
 #: with draws x points x quantiles, and a few hundred fits must be scored in minutes.
 FIDELITY_POINTS = 50
 #: Draws of a fit's predictive that fidelity compares, evenly thinned, and ...
-FIDELITY_DRAWS = 1000
+FIDELITY_DRAWS = 4000
 #: ... the draws of the reference's predictive they are compared with. Both bound the W2 of two
-#: samples of one predictive away from 0: on bostonHousing (chain-ensemble draws, standardised)
-#: 0.014 at 200 and 400 draws, 0.006 at these counts. A reference's floor
-#: (:mod:`ppl_bnn.reference.chains`) is measured with them too, so that it holds that part.
-FIDELITY_REFERENCE_DRAWS = 2000
+#: samples of one predictive away from 0, about as sqrt(1/S + 1/S_ref): on wine-quality-red
+#: (chain-ensemble draws, standardised units) 0.0097 at 1,000 and 2,000 draws, as large as the
+#: 0.01 a reference's floor is to reach. A reference's floor (:mod:`ppl_bnn.reference.chains`)
+#: is measured with them too, so that it holds that part; a fit with fewer draws (a deep
+#: ensemble's members, SWAG's 100) is compared with what it has.
+FIDELITY_REFERENCE_DRAWS = 8000
 
 
 def evenly(n: int, keep: int) -> np.ndarray:

@@ -83,8 +83,9 @@ __all__ = [
 #: Format of ``reference.json``.
 FORMAT = 2
 #: Part of every cache key: bump it when what an entry holds, or how its chains are computed,
-#: changes, to leave old entries unused (3: the chains start from one vectorised ensemble).
-CACHE_FORMAT = 3
+#: changes, to leave old entries unused (3: the chains start from one vectorised ensemble; 4: the
+#: floor at 4,000 and 8,000 fidelity draws).
+CACHE_FORMAT = 4
 #: Environment variable naming the cache root.
 ENV_VAR = "PPL_BNN_REFERENCE_DIR"
 REFERENCE_FILE = "reference.json"

@@ -7,9 +7,9 @@ do, so it is kept only as a measure of how multimodal the posterior is (``rhat_a
 Instead:
 
 - **Each chain on its own.** Split-R-hat of its two halves and bulk ESS, of the predictive at
-  the test inputs (the largest R-hat and smallest ESS over points) and of its training log
-  likelihood per draw (:func:`~ppl_bnn.metrics.prediction_diagnostics`): whether it is stationary
-  and how much it explores within its mode.
+  the test points fidelity is measured on (the largest R-hat and smallest ESS over points) and
+  of its training log likelihood per draw (:func:`~ppl_bnn.metrics.prediction_diagnostics`):
+  whether it is stationary and how much it explores within its mode.
 - **Stuck chains are dropped and counted**: one whose sampler froze (a step size that is not
   finite, or below :data:`FROZEN_STEP_SHARE` of the chains' median), one with a non-finite
   draw, or one that fits its own training data worse than the constant predictor
@@ -41,6 +41,7 @@ from ppl_bnn.metrics.reference import (
     FIDELITY_DRAWS,
     FIDELITY_POINTS,
     FIDELITY_REFERENCE_DRAWS,
+    REFERENCE_QUANTILES,
     evenly,
 )
 from ppl_bnn.results import FitResult
@@ -168,8 +169,8 @@ def _regression_distance(
     ``f`` (draw, point) and ``sigma`` (draw,), at the contestants' sample sizes."""
     a = first[evenly(len(first), FIDELITY_DRAWS)]
     b = second[evenly(len(second), FIDELITY_REFERENCE_DRAWS)]
-    found = metrics.reference_metrics_regression(f[a], sigma[a], f[b], sigma[b])
-    return {"ref_w2": found["ref_w2"]}
+    w2 = metrics.mixture_w2(f[a], sigma[a], f[b], sigma[b], REFERENCE_QUANTILES)
+    return {"ref_w2": w2}
 
 
 def _classification_distance(
@@ -188,12 +189,15 @@ def floors(
     sigma: np.ndarray | None = None,
     probs: np.ndarray | None = None,
     seed: int = 0,
+    random_split: bool = True,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The floor of the ``kept`` chains (halves: alternate chains) and the same statistic on a
-    random split of their pooled draws: regression from ``f`` (chain, draw, point) and
-    ``sigma`` (chain, draw), on at most :data:`~ppl_bnn.metrics.reference.FIDELITY_POINTS`
-    evenly spaced points; classification from ``probs`` (chain, draw, point, class). Empty
-    dicts with fewer than :data:`MIN_CHAINS` chains."""
+    random split of their pooled draws (left empty when ``random_split`` is False: a
+    reference's stopping rule reads the halves alone): regression from ``f`` (chain, draw,
+    point) and ``sigma`` (chain, draw), on at most
+    :data:`~ppl_bnn.metrics.reference.FIDELITY_POINTS` evenly spaced points; classification
+    from ``probs`` (chain, draw, point, class). Empty dicts with fewer than :data:`MIN_CHAINS`
+    chains."""
     regression = f is not None and sigma is not None
     if not regression and probs is None:
         raise ValueError("floors needs f and sigma (regression) or probs (classification)")
@@ -202,18 +206,20 @@ def floors(
     chains = np.asarray(kept)
     per_chain = (f if regression else probs).shape[1]
     offsets = np.arange(len(chains))[:, None] * per_chain + np.arange(per_chain)
-    halves = offsets[0::2].ravel(), offsets[1::2].ravel()
-    shuffled = numpy_generator(seed, "reference_floor").permutation(offsets.size)
-    random = shuffled[: offsets.size // 2], shuffled[offsets.size // 2 :]
+    splits = [(offsets[0::2].ravel(), offsets[1::2].ravel())]
+    if random_split:
+        shuffled = numpy_generator(seed, "reference_floor").permutation(offsets.size)
+        splits.append(
+            (np.sort(shuffled[: offsets.size // 2]), np.sort(shuffled[offsets.size // 2 :]))
+        )
     if regression:
         points = evenly(f.shape[2], FIDELITY_POINTS)
         pooled_f, pooled_sigma = _pooled(f[:, :, points], chains), _pooled(sigma, chains)
-        return (
-            _regression_distance(pooled_f, pooled_sigma, *halves),
-            _regression_distance(pooled_f, pooled_sigma, *(np.sort(r) for r in random)),
-        )
-    pooled = _pooled(probs, chains)
-    return _classification_distance(pooled, *halves), _classification_distance(pooled, *random)
+        found = [_regression_distance(pooled_f, pooled_sigma, *split) for split in splits]
+    else:
+        pooled = _pooled(probs, chains)
+        found = [_classification_distance(pooled, *split) for split in splits]
+    return found[0], found[1] if random_split else {}
 
 
 def _step_sizes(result: FitResult) -> np.ndarray | None:
@@ -282,6 +288,7 @@ def summarise_chains(result: FitResult, x_test: np.ndarray) -> ChainSummary:
     regression = spec.likelihood == "gaussian"
     classes = {} if regression else {"num_classes": spec.num_classes}
     baseline = metrics.constant_log_likelihood(result.observed, result.observed, **classes)
+    points = evenly(per_draw.shape[2], FIDELITY_POINTS)
     sigma = None
     if regression:
         sigma = np.broadcast_to(pred.noise_std, (num_chains * num_draws,))
@@ -290,27 +297,33 @@ def summarise_chains(result: FitResult, x_test: np.ndarray) -> ChainSummary:
         draws=per_draw,
         sigma=sigma,
         dropped=stuck_chains(_step_sizes(result), finite, train_ll, baseline),
+        # At the points fidelity is measured on: ArviZ takes milliseconds a point and chain.
         per_chain=per_chain_diagnostics(
-            per_draw if regression else per_draw.max(axis=-1), train_ll
+            (per_draw if regression else per_draw.max(axis=-1))[:, :, points], train_ll
         ),
     )
 
 
-def assess_summary(summary: ChainSummary, *, seed: int = 0) -> ChainAssessment:
+def assess_summary(
+    summary: ChainSummary, *, seed: int = 0, for_record: bool = True
+) -> ChainAssessment:
     """Judge the chains of ``summary`` (see the module docstring): the floor is in the model's
-    units."""
+    units. ``for_record`` False leaves out what only the record reads, across-chain R-hat and
+    the random split (``floor_random`` empty), each costing seconds more as chains are added:
+    the stopping rule reads the halves' floor and the chains kept."""
     num_chains = summary.num_chains
     kept = [c for c in range(num_chains) if c not in summary.dropped]
     assessment = ChainAssessment(num_chains, kept, dict(summary.dropped))
     assessment.per_chain = summary.per_chain
     regression = summary.sigma is not None
     predictive = summary.draws if regression else summary.draws.max(axis=-1)
-    if len(kept) >= 2:
+    if for_record and len(kept) >= 2:
         assessment.rhat_across = metrics.prediction_diagnostics(predictive[kept])["rhat_max"]
     if regression:
-        found = floors(kept, f=summary.draws, sigma=summary.sigma, seed=seed)
+        found = floors(kept, f=summary.draws, sigma=summary.sigma, seed=seed,
+                       random_split=for_record)  # fmt: skip
     else:
-        found = floors(kept, probs=summary.draws, seed=seed)
+        found = floors(kept, probs=summary.draws, seed=seed, random_split=for_record)
     assessment.floor, assessment.floor_random = found
     return assessment
 

@@ -53,6 +53,14 @@ def test_the_floor_shrinks_as_chains_are_added() -> None:
     assert random["ref_w2"] < halves["ref_w2"] / 3
 
 
+def test_the_stopping_rule_reads_the_halves_alone() -> None:
+    """Without the random split the halves' floor is the same and nothing else is computed."""
+    f, s = _ensemble(8, seed=0)
+    halves, random = floors(list(range(8)), f=f, sigma=s)
+    assert floors(list(range(8)), f=f, sigma=s, random_split=False) == (halves, {})
+    assert random
+
+
 def test_the_classification_floor_is_total_variation_and_agreement() -> None:
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(8, 1, 20, 3)) + 0.1 * rng.normal(size=(8, 50, 20, 3))

@@ -10,8 +10,15 @@ import pytest
 
 from ppl_bnn import BNN
 from ppl_bnn.files import import_arviz
+from ppl_bnn.metrics.reference import FIDELITY_POINTS, evenly
 from ppl_bnn.reference import ReferenceSettings
-from ppl_bnn.reference.chains import ChainSummary, assess_chains, assess_summary, summarise_chains
+from ppl_bnn.reference.chains import (
+    ChainSummary,
+    assess_chains,
+    assess_summary,
+    per_chain_diagnostics,
+    summarise_chains,
+)
 from ppl_bnn.reference.sample import join_chains, keep_chains, sample_reference
 
 pytestmark = pytest.mark.runtime(60)  # seconds on 2 cores: started first (tests/conftest.py)
@@ -57,6 +64,8 @@ def test_batches_run_until_the_chains_are_spent_and_say_why(sampled: tuple) -> N
     assert all(t["ref_w2"] > 0 for t in trace)
     assert result.num_chains == len(assessment.kept) == 8 and not assessment.dropped
     assert result.info["chains"]["floor"] == assessment.floor
+    # The random split (the floor's Monte Carlo part) is measured once, for the record.
+    assert assessment.floor_random["ref_w2"] > 0 and "floor_w2_random" in assessment.metrics()
 
 
 def test_a_reached_target_floor_stops_after_one_batch(model: BNN) -> None:
@@ -84,6 +93,16 @@ def test_batches_summarised_apart_and_joined_judge_as_the_joined_chains(sampled:
     assert joined.floor == whole.floor and joined.floor_random == whole.floor_random
     assert joined.kept == whole.kept and joined.per_chain == whole.per_chain
     assert joined.rhat_across == pytest.approx(whole.rhat_across)
+
+
+def test_each_chain_is_diagnosed_at_the_points_fidelity_is_measured_on(sampled: tuple) -> None:
+    result, _ = sampled
+    many = np.linspace(-1, 1, 3 * FIDELITY_POINTS)[:, None]
+    summary = summarise_chains(result, many)
+    at = evenly(many.shape[0], FIDELITY_POINTS)
+    train_ll = result.log_likelihood.mean(axis=2)
+    assert summary.per_chain == per_chain_diagnostics(summary.draws[:, :, at], train_ll)
+    assert summary.per_chain != per_chain_diagnostics(summary.draws, train_ll)
 
 
 def test_chains_dropped_in_a_later_batch_keep_their_place_in_the_ensemble(sampled: tuple) -> None:
