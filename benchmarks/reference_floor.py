@@ -159,10 +159,12 @@ def _floor(entry: dict[str, Any]) -> float:
 def table() -> str:
     """The Markdown table of every record: per data set and engine, the floor after some
     batches (at most :data:`SHOWN_STEPS`; the record holds every one) against its chains and
-    seconds, and where it stopped."""
+    seconds, its Monte Carlo part at the end (the random split), where it stopped and the
+    commit that made it."""
     lines = [
-        "| data set | engine | weights x points | floor (chains kept / run, seconds) | stopped |",
-        "|---|---|---|---|---|",
+        "| data set | engine | weights x points | floor (chains kept / run, seconds) "
+        "| Monte Carlo part | stopped | commit |",
+        "|---|---|---|---|---|---|---|",
     ]
     for path in sorted(RESULTS.glob("*.json")):
         record = json.loads(path.read_text())
@@ -172,8 +174,12 @@ def table() -> str:
             f"{_floor(e):.4f} ({e['kept']}/{e['chains']}, {e['seconds']:.0f} s)" for e in shown
         )
         size = f"{record['weights']:,} x {record['n_train']:,}"
+        random = record["metrics"].get(
+            "floor_w2_std_random", record["metrics"].get("floor_tv_random")
+        )
         lines.append(
-            f"| {record['dataset']} | {record['engine']} | {size} | {steps} | {record['stopped']} |"
+            f"| {record['dataset']} | {record['engine']} | {size} | {steps} | {random:.4f} "
+            f"| {record['stopped']} | {record['commit'][:7]} |"
         )
     return "\n".join(lines)
 
