@@ -182,44 +182,46 @@ def _classification_distance(
     return {"ref_tv": metrics.total_variation(p, q), "ref_agreement": metrics.agreement(p, q)}
 
 
-def floors(
+#: The two ways :func:`floor` splits the kept chains' draws in two.
+SPLITS = ("halves", "random")
+
+
+def floor(
     kept: list[int],
+    split: str = "halves",
     *,
     f: np.ndarray | None = None,
     sigma: np.ndarray | None = None,
     probs: np.ndarray | None = None,
     seed: int = 0,
-    random_split: bool = True,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The floor of the ``kept`` chains (halves: alternate chains) and the same statistic on a
-    random split of their pooled draws (left empty when ``random_split`` is False: a
-    reference's stopping rule reads the halves alone): regression from ``f`` (chain, draw,
-    point) and ``sigma`` (chain, draw), on at most
-    :data:`~ppl_bnn.metrics.reference.FIDELITY_POINTS` evenly spaced points; classification
-    from ``probs`` (chain, draw, point, class). Empty dicts with fewer than :data:`MIN_CHAINS`
-    chains."""
+) -> dict[str, float]:
+    """The distance between two halves of the ``kept`` chains' draws: ``split`` "halves" puts
+    alternate chains in each (the floor), "random" a random half of their pooled draws (its
+    Monte Carlo part alone). Regression from ``f`` (chain, draw, point) and ``sigma`` (chain,
+    draw), on at most :data:`~ppl_bnn.metrics.reference.FIDELITY_POINTS` evenly spaced points;
+    classification from ``probs`` (chain, draw, point, class). Empty with fewer than
+    :data:`MIN_CHAINS` chains."""
     regression = f is not None and sigma is not None
     if not regression and probs is None:
-        raise ValueError("floors needs f and sigma (regression) or probs (classification)")
+        raise ValueError("floor needs f and sigma (regression) or probs (classification)")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}: one of {', '.join(SPLITS)}")
     if len(kept) < MIN_CHAINS:
-        return {}, {}
+        return {}
     chains = np.asarray(kept)
     per_chain = (f if regression else probs).shape[1]
     offsets = np.arange(len(chains))[:, None] * per_chain + np.arange(per_chain)
-    splits = [(offsets[0::2].ravel(), offsets[1::2].ravel())]
-    if random_split:
+    if split == "halves":
+        first, second = offsets[0::2].ravel(), offsets[1::2].ravel()
+    else:
         shuffled = numpy_generator(seed, "reference_floor").permutation(offsets.size)
-        splits.append(
-            (np.sort(shuffled[: offsets.size // 2]), np.sort(shuffled[offsets.size // 2 :]))
-        )
+        half = offsets.size // 2
+        first, second = np.sort(shuffled[:half]), np.sort(shuffled[half:])
     if regression:
         points = evenly(f.shape[2], FIDELITY_POINTS)
         pooled_f, pooled_sigma = _pooled(f[:, :, points], chains), _pooled(sigma, chains)
-        found = [_regression_distance(pooled_f, pooled_sigma, *split) for split in splits]
-    else:
-        pooled = _pooled(probs, chains)
-        found = [_classification_distance(pooled, *split) for split in splits]
-    return found[0], found[1] if random_split else {}
+        return _regression_distance(pooled_f, pooled_sigma, first, second)
+    return _classification_distance(_pooled(probs, chains), first, second)
 
 
 def _step_sizes(result: FitResult) -> np.ndarray | None:
@@ -304,28 +306,37 @@ def summarise_chains(result: FitResult, x_test: np.ndarray) -> ChainSummary:
     )
 
 
+def _floor_of(summary: ChainSummary, kept: list[int], split: str, seed: int) -> dict[str, float]:
+    if summary.sigma is not None:
+        return floor(kept, split, f=summary.draws, sigma=summary.sigma, seed=seed)
+    return floor(kept, split, probs=summary.draws, seed=seed)
+
+
 def assess_summary(
     summary: ChainSummary, *, seed: int = 0, for_record: bool = True
 ) -> ChainAssessment:
     """Judge the chains of ``summary`` (see the module docstring): the floor is in the model's
-    units. ``for_record`` False leaves out what only the record reads, across-chain R-hat and
-    the random split (``floor_random`` empty), each costing seconds more as chains are added:
-    the stopping rule reads the halves' floor and the chains kept."""
-    num_chains = summary.num_chains
-    kept = [c for c in range(num_chains) if c not in summary.dropped]
-    assessment = ChainAssessment(num_chains, kept, dict(summary.dropped))
+    units. ``for_record`` False leaves out what only the record reads (:func:`complete_record`),
+    each costing seconds more as chains are added: the stopping rule reads the halves' floor
+    and the chains kept."""
+    kept = [c for c in range(summary.num_chains) if c not in summary.dropped]
+    assessment = ChainAssessment(summary.num_chains, kept, dict(summary.dropped))
     assessment.per_chain = summary.per_chain
-    regression = summary.sigma is not None
-    predictive = summary.draws if regression else summary.draws.max(axis=-1)
-    if for_record and len(kept) >= 2:
-        assessment.rhat_across = metrics.prediction_diagnostics(predictive[kept])["rhat_max"]
-    if regression:
-        found = floors(kept, f=summary.draws, sigma=summary.sigma, seed=seed,
-                       random_split=for_record)  # fmt: skip
-    else:
-        found = floors(kept, probs=summary.draws, seed=seed, random_split=for_record)
-    assessment.floor, assessment.floor_random = found
+    assessment.floor = _floor_of(summary, kept, "halves", seed)
+    if for_record:
+        complete_record(assessment, summary, seed=seed)
     return assessment
+
+
+def complete_record(assessment: ChainAssessment, summary: ChainSummary, *, seed: int = 0) -> None:
+    """Add to ``assessment`` of ``summary``'s chains what only its record reads: across-chain
+    R-hat and the floor's Monte Carlo part (the random split)."""
+    kept = assessment.kept
+    if len(kept) >= 2:
+        regression = summary.sigma is not None
+        predictive = summary.draws if regression else summary.draws.max(axis=-1)
+        assessment.rhat_across = metrics.prediction_diagnostics(predictive[kept])["rhat_max"]
+    assessment.floor_random = _floor_of(summary, kept, "random", seed)
 
 
 def assess_chains(result: FitResult, x_test: np.ndarray, *, seed: int = 0) -> ChainAssessment:

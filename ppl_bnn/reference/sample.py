@@ -24,6 +24,7 @@ from ppl_bnn.reference.chains import (
     ChainAssessment,
     ChainSummary,
     assess_summary,
+    complete_record,
     summarise_chains,
 )
 from ppl_bnn.results import FitResult
@@ -86,10 +87,9 @@ def sample_reference(
         batches.append(fit(model, settings.engine, backend="numpyro", seed=seed,
                            **settings.engine_options()))  # fmt: skip
         summaries.append(summarise_chains(batches[-1], x_test))
+        joined = ChainSummary.join(summaries)
         # What only the record reads is measured once, at the end.
-        assessment = assess_summary(
-            ChainSummary.join(summaries), seed=settings.seed, for_record=False
-        )
+        assessment = assess_summary(joined, seed=settings.seed, for_record=False)
         elapsed = now() - began
         # The last batch's time predicts the next one's (the first's includes compiling).
         per_batch = elapsed - (trace[-1]["seconds"] if trace else 0.0)
@@ -108,7 +108,7 @@ def sample_reference(
         else:
             continue
         break
-    assessment = assess_summary(ChainSummary.join(summaries), seed=settings.seed)
+    complete_record(assessment, joined, seed=settings.seed)
     kept = keep_chains(join_chains(batches), assessment.kept)
     kept.info.update(
         stopped=stopped, sampling_seconds=elapsed, trace=trace, chains=assessment.to_dict()

@@ -12,7 +12,7 @@ from ppl_bnn.reference.chains import (
     FROZEN_STEP_SHARE,
     MIN_CHAINS,
     ChainAssessment,
-    floors,
+    floor,
     stuck_chains,
 )
 
@@ -29,9 +29,9 @@ def _ensemble(num_chains: int, seed: int, draws: int = 200, points: int = 30) ->
 
 def test_a_floor_needs_four_kept_chains() -> None:
     f, sigma = _ensemble(MIN_CHAINS, seed=0)
-    assert floors(list(range(MIN_CHAINS - 1)), f=f, sigma=sigma) == ({}, {})
-    floor, random = floors(list(range(MIN_CHAINS)), f=f, sigma=sigma)
-    assert floor["ref_w2"] > 0 and random["ref_w2"] > 0
+    for split in ("halves", "random"):
+        assert floor(list(range(MIN_CHAINS - 1)), split, f=f, sigma=sigma) == {}
+        assert floor(list(range(MIN_CHAINS)), split, f=f, sigma=sigma)["ref_w2"] > 0
 
 
 def test_the_floor_shrinks_as_chains_are_added() -> None:
@@ -40,7 +40,7 @@ def test_the_floor_shrinks_as_chains_are_added() -> None:
     found = {}
     for num_chains in (8, 32, 128):
         values = [
-            floors(list(range(num_chains)), f=f, sigma=s)[0]["ref_w2"]
+            floor(list(range(num_chains)), f=f, sigma=s)["ref_w2"]
             for f, s in (_ensemble(num_chains, seed) for seed in range(3))
         ]
         found[num_chains] = float(np.mean(values))
@@ -49,27 +49,32 @@ def test_the_floor_shrinks_as_chains_are_added() -> None:
     assert found[128] < found[8] / 2.5
     # The random split sees only the Monte Carlo part: far below the halves with few chains.
     f, s = _ensemble(8, seed=0)
-    halves, random = floors(list(range(8)), f=f, sigma=s)
+    halves, random = (floor(list(range(8)), split, f=f, sigma=s) for split in ("halves", "random"))
     assert random["ref_w2"] < halves["ref_w2"] / 3
 
 
-def test_the_stopping_rule_reads_the_halves_alone() -> None:
-    """Without the random split the halves' floor is the same and nothing else is computed."""
+def test_the_random_split_depends_on_its_seed_and_the_halves_do_not() -> None:
     f, s = _ensemble(8, seed=0)
-    halves, random = floors(list(range(8)), f=f, sigma=s)
-    assert floors(list(range(8)), f=f, sigma=s, random_split=False) == (halves, {})
-    assert random
+    halves = [floor(list(range(8)), f=f, sigma=s, seed=seed)["ref_w2"] for seed in (0, 1)]
+    random = [floor(list(range(8)), "random", f=f, sigma=s, seed=seed)["ref_w2"] for seed in (0, 1)]
+    assert halves[0] == halves[1] and random[0] != random[1]
 
 
 def test_the_classification_floor_is_total_variation_and_agreement() -> None:
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(8, 1, 20, 3)) + 0.1 * rng.normal(size=(8, 50, 20, 3))
     probs = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
-    floor, random = floors(list(range(8)), probs=probs)
-    assert set(floor) == {"ref_tv", "ref_agreement"} and 0 < floor["ref_tv"] < 1
-    assert random["ref_tv"] < floor["ref_tv"]
+    halves, random = (floor(list(range(8)), split, probs=probs) for split in ("halves", "random"))
+    assert set(halves) == {"ref_tv", "ref_agreement"} and 0 < halves["ref_tv"] < 1
+    assert random["ref_tv"] < halves["ref_tv"]
+
+
+def test_a_floor_without_draws_or_of_an_unknown_split_is_refused() -> None:
     with pytest.raises(ValueError, match="needs f and sigma"):
-        floors(list(range(8)))
+        floor(list(range(8)))
+    f, s = _ensemble(8, seed=0)
+    with pytest.raises(ValueError, match="unknown split 'chains': one of halves, random"):
+        floor(list(range(8)), "chains", f=f, sigma=s)
 
 
 def test_frozen_non_finite_and_worse_than_constant_chains_are_dropped_with_the_reason() -> None:

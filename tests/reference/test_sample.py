@@ -4,6 +4,7 @@ network with a symmetric weight posterior shows (weight-space R-hat far from 1, 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from ppl_bnn.reference.chains import (
     ChainSummary,
     assess_chains,
     assess_summary,
+    complete_record,
     per_chain_diagnostics,
     summarise_chains,
 )
@@ -93,6 +95,18 @@ def test_batches_summarised_apart_and_joined_judge_as_the_joined_chains(sampled:
     assert joined.floor == whole.floor and joined.floor_random == whole.floor_random
     assert joined.kept == whole.kept and joined.per_chain == whole.per_chain
     assert joined.rhat_across == pytest.approx(whole.rhat_across)
+
+
+def test_the_record_completes_the_stopping_rules_assessment(sampled: tuple) -> None:
+    """The loop's assessment (the halves alone) completed at the end is the full one."""
+    result, _ = sampled
+    summary = summarise_chains(result, X_TEST)
+    assessment = assess_summary(summary, for_record=False)
+    assert not assessment.floor_random and math.isnan(assessment.rhat_across)
+    complete_record(assessment, summary)
+    whole = assess_summary(summary)
+    assert assessment.floor == whole.floor and assessment.floor_random == whole.floor_random
+    assert assessment.rhat_across == pytest.approx(whole.rhat_across)
 
 
 def test_each_chain_is_diagnosed_at_the_points_fidelity_is_measured_on(sampled: tuple) -> None:

@@ -11,7 +11,7 @@ format 2, written by :func:`ppl_bnn.reference.reference_document`, so through it
 split 0 has a short NUTS reference of two chains (seed 1), judged by
 :func:`ppl_bnn.reference.chains.assess_chains`, which has no floor (fewer than 4 chains kept);
 blobs split 0 an SVI stand-in whose 50 draws are cut into pseudo-chains (6 run, one dropped as
-frozen, 5 kept) with a real floor from :func:`ppl_bnn.reference.chains.floors`; blobs split 1
+frozen, 5 kept) with a real floor from :func:`ppl_bnn.reference.chains.floor`; blobs split 1
 is infeasible. Metrics are computed here by hand, so the report is tested against numbers it
 did not produce.
 """
@@ -42,7 +42,7 @@ from ppl_bnn.metrics.reference import (
 from ppl_bnn.predictive import predictive_at
 from ppl_bnn.reference import ReferenceSettings, reference_document
 from ppl_bnn.reference import write_reference as write_reference_file
-from ppl_bnn.reference.chains import ChainAssessment, assess_chains, floors
+from ppl_bnn.reference.chains import ChainAssessment, assess_chains, floor
 
 SUITE = "tiny"
 FAILED_MESSAGE = "Pyro NUTS blew up at warmup step 3"
@@ -314,11 +314,13 @@ def _chain_info(assessment: ChainAssessment, stopped: str, seconds: float) -> di
 def _blobs_reference(result: FitResult, x_test: np.ndarray) -> tuple[dict, dict]:
     """The blobs stand-in's chain diagnostics and record ``info``: its 50 draws cut into 5
     pseudo-chains of 10, as the kept ones of 6 (the sixth dropped as frozen), with the floor
-    :func:`ppl_bnn.reference.chains.floors` gives them."""
+    :func:`ppl_bnn.reference.chains.floor` gives them."""
     probs = result.predict(x_test).draws
     per_chain = probs.reshape(5, -1, *probs.shape[1:])
     assessment = ChainAssessment(6, [0, 1, 2, 3, 4], {5: "frozen: step size 1e-06 (median 0.01)"})
-    assessment.floor, assessment.floor_random = floors(list(range(5)), probs=per_chain, seed=1)
+    assessment.floor, assessment.floor_random = (
+        floor(list(range(5)), split, probs=per_chain, seed=1) for split in ("halves", "random")
+    )
     assessment.rhat_across = metrics.prediction_diagnostics(per_chain.max(axis=-1))["rhat_max"]
     info = _chain_info(assessment, "reached the target floor", 3.25)
     return assessment.metrics(), info
