@@ -6,7 +6,9 @@ seconds spent and the floor (W2 between two halves of the chains, standardised u
 variation for classification). One record per (data set, engine) goes to
 ``benchmarks/results/reference/<dataset>-<engine>.json``; ``--write`` puts the table of every
 record into a page between its ``<!-- reference-floor -->`` and ``<!-- /reference-floor -->``
-lines, and ``tests/test_reference_floor.py`` fails when the two differ::
+lines, and the comparison of each other engine with MCLMC on the same data set (:func:`engines`)
+between its ``<!-- reference-engines -->`` lines; ``tests/test_reference_floor.py`` fails when
+the page and the records differ::
 
     python benchmarks/reference_floor.py --data-dir ../shared/data --engine mclmc \\
         --datasets bostonHousing,concrete,wine-quality-red,diabetes-csv
@@ -42,6 +44,10 @@ from ppl_bnn.versions import library_versions
 
 RESULTS = Path(__file__).resolve().parent / "results" / "reference"
 MARKERS = ("<!-- reference-floor -->", "<!-- /reference-floor -->")
+#: The markers of the engines' comparison (:func:`engines`).
+ENGINE_MARKERS = ("<!-- reference-engines -->", "<!-- /reference-engines -->")
+#: The engine every other is compared with.
+DEFAULT_ENGINE = "mclmc"
 #: The file-backed data set: scikit-learn's diabetes table as a CSV file.
 CSV_NAME = "diabetes-csv"
 #: The most batches a row of the table shows (evenly spaced, the first and the last among them).
@@ -166,8 +172,7 @@ def table() -> str:
         "| Monte Carlo part | stopped | commit |",
         "|---|---|---|---|---|---|---|",
     ]
-    for path in sorted(RESULTS.glob("*.json")):
-        record = json.loads(path.read_text())
+    for record in _records().values():
         trace = record["trace"]
         shown = [trace[i] for i in evenly(len(trace), SHOWN_STEPS)]
         steps = "; ".join(
@@ -184,14 +189,57 @@ def table() -> str:
     return "\n".join(lines)
 
 
+def _records() -> dict[tuple[str, str], dict[str, Any]]:
+    """Every committed record by (data set, engine)."""
+    found = (json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json")))
+    return {(record["dataset"], record["engine"]): record for record in found}
+
+
+def engines(records: dict[tuple[str, str], dict[str, Any]] | None = None) -> str:
+    """The Markdown table that sets each other engine's floor against :data:`DEFAULT_ENGINE`'s
+    on the same data set, from ``records`` (default: the committed ones): the other's last
+    floor (chains kept, seconds), the first batch of the default engine at or below it, and how
+    many times the seconds that took the other engine; where the default engine never got that
+    low, its lowest floor."""
+    lines = [
+        f"| data set | engine | its floor (chains kept, seconds) | {DEFAULT_ENGINE} at or below "
+        "it (chains kept, seconds) | seconds, engine / " + DEFAULT_ENGINE + " |",
+        "|---|---|---|---|---|",
+    ]
+    records = _records() if records is None else records
+    for (dataset, engine), record in records.items():
+        default = records.get((dataset, DEFAULT_ENGINE))
+        if engine == DEFAULT_ENGINE or default is None:
+            continue
+        last = record["trace"][-1]
+        hit = next((e for e in default["trace"] if _floor(e) <= _floor(last)), None)
+        if hit is None:
+            best = min(default["trace"], key=_floor)
+            reached = (
+                f"not reached: lowest {_floor(best):.4f} ({best['kept']}, {best['seconds']:.0f} s)"
+            )
+            ratio = "-"
+        else:
+            reached = f"{_floor(hit):.4f} ({hit['kept']}, {hit['seconds']:.0f} s)"
+            ratio = f"{last['seconds'] / hit['seconds']:.1f}"
+        lines.append(
+            f"| {dataset} | {engine} | {_floor(last):.4f} ({last['kept']}, "
+            f"{last['seconds']:.0f} s) | {reached} | {ratio} |"
+        )
+    return "\n".join(lines)
+
+
 def write(page: Path) -> None:
-    """Put :func:`table` between the page's markers."""
+    """Put :func:`table` and :func:`engines` between their markers on the page."""
     text = page.read_text()
-    start, end = MARKERS
-    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{page} has no {start} ... {end} block")
-    page.write_text(pattern.sub(lambda _: f"{start}\n{table()}\n{end}", text))
+    for (start, end), make in ((MARKERS, table), (ENGINE_MARKERS, engines)):
+        pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+        if not pattern.search(text):
+            raise SystemExit(f"{page} has no {start} ... {end} block")
+        text = pattern.sub(
+            lambda _, make=make, start=start, end=end: f"{start}\n{make()}\n{end}", text
+        )
+    page.write_text(text)
 
 
 def main() -> None:

@@ -24,12 +24,38 @@ def _script():
     return module
 
 
-def test_the_pages_table_is_generated_from_the_committed_records() -> None:
+def test_the_pages_tables_are_generated_from_the_committed_records() -> None:
     script = _script()
-    start, end = script.MARKERS
     text = PAGE.read_text()
-    block = text[text.index(start) + len(start) : text.index(end)].strip()
-    assert block == script.table(), "run python benchmarks/reference_floor.py --write " + str(PAGE)
+    for (start, end), make in (
+        (script.MARKERS, script.table),
+        (script.ENGINE_MARKERS, script.engines),
+    ):
+        block = text[text.index(start) + len(start) : text.index(end)].strip()
+        assert block == make(), "run python benchmarks/reference_floor.py --write " + str(PAGE)
+
+
+def test_each_engine_is_set_against_the_first_mclmc_batch_that_reaches_its_floor() -> None:
+    script = _script()
+
+    def record(dataset: str, engine: str, *floors: tuple[int, float, float]) -> dict:
+        trace = [{"chains": c, "kept": c, "seconds": t, "ref_w2": w} for c, t, w in floors]
+        return {"dataset": dataset, "engine": engine, "trace": trace}
+
+    records = {
+        ("boston", "mclmc"): record(
+            "boston", "mclmc", (16, 30, 0.03), (32, 60, 0.018), (48, 90, 0.012)
+        ),
+        ("boston", "nuts"): record("boston", "nuts", (16, 300, 0.02)),
+        ("wine", "mclmc"): record("wine", "mclmc", (16, 50, 0.03), (32, 100, 0.025)),
+        ("wine", "nuts"): record("wine", "nuts", (16, 800, 0.015)),
+        ("yacht", "nuts"): record("yacht", "nuts", (16, 100, 0.02)),  # no MCLMC record: left out
+    }
+    lines = script.engines(records).splitlines()[2:]
+    assert lines == [
+        "| boston | nuts | 0.0200 (16, 300 s) | 0.0180 (32, 60 s) | 5.0 |",
+        "| wine | nuts | 0.0150 (16, 800 s) | not reached: lowest 0.0250 (32, 100 s) | - |",
+    ]
 
 
 def test_every_record_holds_its_trace_settings_and_provenance() -> None:
