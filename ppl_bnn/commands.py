@@ -99,7 +99,7 @@ def bench(args: argparse.Namespace) -> int:
         logger.info("nothing ran: the report %s is current (`ppl-bnn report` renders it again)",
                     results / "index.html")  # fmt: skip
     else:
-        _render(results)
+        render_report(results)
     if not args.no_report:
         _print_recommendations(results)
     failed = False
@@ -159,11 +159,6 @@ def reference(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(results: Path) -> None:
-    index = render_report(results)
-    logger.info("report written to %s", index)
-
-
 def _print_recommendations(report_dir: Path) -> None:
     """The report's answer on stdout, one line per dataset."""
     for line in recommendation_lines(report_dir):
@@ -187,8 +182,7 @@ def report(args: argparse.Namespace) -> int:
         logger.error("no stored results in %s: run `ppl-bnn bench --suite %s` first", results,
                      args.suite)  # fmt: skip
         return 2
-    index = render_report(results, configs=configs)
-    logger.info("report written to %s", index)
+    index = render_report(results, configs=configs)  # it logs where the report went
     _print_recommendations(index.parent)
     return 0
 
@@ -246,8 +240,7 @@ def compare_file(args: argparse.Namespace) -> int:
             )
         except ComparisonFailedError as err:
             comparison, failure = err.comparison, err
-    index = comparison.report()
-    logger.info("report written to %s", index)
+    comparison.report()  # it logs where the report went, or that it was current
     show(comparison.summary)
     failed = [w.message for w in caught if isinstance(w.message, FailedCellsWarning)]
     for other in (w for w in caught if not isinstance(w.message, FailedCellsWarning)):

@@ -178,7 +178,9 @@ def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> N
         plan_comparison(labelled, test=(x[:2], ["teal", "red"]), name="kinds")
 
 
-def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> None:
+def test_python_and_command_line_give_the_same_comparison(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """On the README's example data: scikit-learn's diabetes table, written as the README's
     command writes it."""
     csv = tmp_path / "diabetes.csv"
@@ -237,14 +239,13 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     # held-out ones, columns shuffled, without the target) predicted by the recommended fit.
     new_rows = table.drop(columns="target").iloc[rows].iloc[:, ::-1]
     new_rows.to_csv(tmp_path / "new.csv", index=False)
-    status = main([
+    command = [
         "compare", str(csv), "--target", "target", "--hidden", "4", "--methods", "map,svi",
         "--seeds", "2", "--reference", "no", "--test-fraction", "0.2", "--jobs", "1",
         "--option", "map.num_steps=60", "--option", "svi.num_steps=60",
         "--option", "svi.num_draws=20", "--out", str(tmp_path / "cli"),
-        "--predict", str(tmp_path / "new.csv"),
-    ])  # fmt: skip
-    assert status == 0
+    ]  # fmt: skip
+    assert main([*command, "--predict", str(tmp_path / "new.csv")]) == 0
     theirs = Comparison(tmp_path / "cli")
     written = pd.read_csv(tmp_path / "cli" / "predictions-new.csv")
     pd.testing.assert_frame_equal(written[new_rows.columns], new_rows.reset_index(drop=True))
@@ -265,6 +266,10 @@ def test_python_and_command_line_give_the_same_comparison(tmp_path: Path) -> Non
     index = tmp_path / "cli" / "index.html"  # rendered from what the folder holds: kept
     stamp = index.stat().st_mtime_ns
     assert theirs.report() == index and index.stat().st_mtime_ns == stamp
+    with caplog.at_level(logging.INFO):  # the command again: the report is kept, and it says so
+        assert main(command) == 0
+    assert "is current" in caplog.text and "written to" not in caplog.text
+    assert index.stat().st_mtime_ns == stamp
     # The file's column names are kept through the comparison's own data file.
     kept = json.loads((tmp_path / "cli" / "data" / "diabetes-file.json").read_text())
     assert kept["splits"][0]["features"] == list(table.drop(columns="target").columns)
