@@ -126,3 +126,20 @@ def test_no_as_good_contestant_leaves_its_margin(suite: str) -> None:
             )
             checked += 1
     assert checked > 0
+
+
+def test_the_auto_seeds_measurement_renders_and_names_its_run() -> None:
+    """docs/guide/suites.md renders benchmarks/results/auto_seeds.json: every round after the
+    first adds seeds past 2, and the record names the command and commit that made it."""
+    spec = importlib.util.spec_from_file_location(
+        "auto_seeds", ROOT / "benchmarks" / "auto_seeds.py"
+    )
+    auto_seeds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(auto_seeds)
+    found = json.loads(auto_seeds.RECORD.read_text())
+    assert found["command"] and found["git_commit"]
+    assert found["rounds"][0]["seeds"] == [0, 1, 2]
+    assert all(max(r["seeds"]) >= 3 for r in found["rounds"][1:])
+    text = auto_seeds.markdown(found)
+    assert "| round | seeds |" in text and "| dataset | at three seeds |" in text
+    assert all(f"| {dataset} |" in text for dataset in found["grades"])

@@ -8,10 +8,12 @@ In a page::
 
 renders ``benchmarks/headline.py``'s table for ``benchmarks/results/default/`` (``:table:``
 ``headline``, ``standings`` or ``run``), so a benchmark page cannot drift from its records.
+``{auto-seeds}`` renders ``benchmarks/results/auto_seeds.json`` (``benchmarks/auto_seeds.py``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from sphinx.util.docutils import SphinxDirective
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+import auto_seeds  # noqa: E402  (benchmarks/auto_seeds.py)
 import headline  # noqa: E402  (benchmarks/headline.py, not a package)
 
 
@@ -48,6 +51,18 @@ class RecordsDirective(SphinxDirective):
         return node.children
 
 
+class AutoSeedsDirective(SphinxDirective):
+    """Parse the Markdown of the committed ``seeds = "auto"`` measurement into the page."""
+
+    def run(self):  # type: ignore[no-untyped-def]
+        self.env.note_dependency(str(auto_seeds.RECORD))
+        text = auto_seeds.markdown(json.loads(auto_seeds.RECORD.read_text()))
+        node = nodes.container()
+        self.state.nested_parse(StringList(text.splitlines(), source="auto_seeds"), 0, node)
+        return node.children
+
+
 def setup(app):  # type: ignore[no-untyped-def]
     app.add_directive("records", RecordsDirective)
+    app.add_directive("auto-seeds", AutoSeedsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
