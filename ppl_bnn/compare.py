@@ -40,8 +40,6 @@ from ppl_bnn.methods import available, get_method, make_options
 from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.spec import BNNSpec
-from ppl_bnn.model.targets import class_indices
-from ppl_bnn.model.validate import validate_inputs, validate_targets
 from ppl_bnn.reference import REFERENCES_DIR, ReferenceSettings
 from ppl_bnn.report import CSV_FILE, FIGURES_DIR, HTML_FILE, MARKDOWN_FILE, STATE_FILE, SUMMARY_FILE
 from ppl_bnn.report.equivalence import Margins
@@ -238,14 +236,7 @@ def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, 
     arrays = {"x": model.x, "y": model.y, **names}
     if test is None:
         return arrays, {}
-    if not isinstance(test, tuple | list) or len(test) != 2:
-        raise ValueError(f"test must be a pair (x_test, y_test), got {type(test).__name__}")
-    spec = model.spec
-    x_test = validate_inputs(test[0], spec.input_shape, name="x_test")
-    labels = test[1]
-    if model.classes is not None:  # labels such as the model's data had: by its classes
-        labels = class_indices(labels, model.classes, name="y_test")
-    y_test = validate_targets(labels, x_test.shape[0], spec.likelihood, spec.num_classes)
+    x_test, y_test = model.held_out(test, "test")
     return arrays, {"x": x_test, "y": y_test, **names}
 
 

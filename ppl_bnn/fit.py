@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import asdict
 from typing import Any
 
@@ -12,20 +11,12 @@ import numpy as np
 from ppl_bnn import devices
 from ppl_bnn.engine.contracts import Target
 from ppl_bnn.engine.registry import get_backend
-from ppl_bnn.methods import METHODS, get_method, make_options, shared
-from ppl_bnn.methods.base import MIN_POINTS_PER_WEIGHT
-from ppl_bnn.methods.curves import validate_validation
+from ppl_bnn.fit_support import FitPlan, plan_fit
+from ppl_bnn.methods import shared
 from ppl_bnn.methods.divergence import check_finite_draws
-from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
-from ppl_bnn.predictive import (
-    check_linearised_at,
-    log_likelihood_per_draw,
-    predictive_at,
-    weight_sites,
-)
+from ppl_bnn.predictive import check_linearised_at, log_likelihood_per_draw, predictive_at
 from ppl_bnn.results import FitResult
-from ppl_bnn.seeding import check_seed
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
 
@@ -41,7 +32,8 @@ def fit(
     validation: tuple[Any, Any] | None = None,
     **options: Any,
 ) -> FitResult:
-    """Fit ``model`` by ``method`` on ``backend``.
+    """Fit ``model`` by ``method`` on ``backend``, once every check of
+    :mod:`ppl_bnn.fit_support` has passed.
 
     ``map``, ``swag``, ``multiswag`` and ``ensemble`` predict from point estimates and what SGD
     finds near them. By default they stop early on a held-out tenth of the training points
@@ -59,9 +51,10 @@ def fit(
             :func:`ppl_bnn.available_methods`).
         backend: ``"numpyro"`` (default) or ``"pyro"``.
         seed: An integer from 0 to ``2**64 - 1``; the same seed gives the same draws on CPU.
-        validation: Held-out ``(x_val, y_val)``, checked as the training data are, for a method
-            that records training curves (``svi``): its held-out log-likelihood is recorded at
-            each checkpoint (:mod:`ppl_bnn.methods.curves`). It is never used to fit.
+        validation: Held-out ``(x_val, y_val)``, checked as the training data are (labels as
+            the model's data gave them, :meth:`~ppl_bnn.BNN.held_out`), for a method that
+            records training curves (``svi``): its held-out log-likelihood is recorded at each
+            checkpoint (:mod:`ppl_bnn.methods.curves`). It is never used to fit.
         **options: Method options, e.g. ``num_steps`` for SVI or ``num_warmup`` for NUTS; an
             unknown name raises an error listing the valid ones, and an option that only
             another backend reads (Pyro's ``potential``, ``update``, ``jit``) an error naming
@@ -104,42 +97,20 @@ def fit(
         >>> result.draws["w0"].shape
         (1, 50, 1, 1)
     """
-    if not isinstance(model, BNN):
-        raise TypeError(f"model must be a ppl_bnn.BNN, got {type(model).__name__}")
-    seed = check_seed(seed)
-    entry = get_method(method, backend)
-    opts = make_options(entry, options, backend=backend)
-    if model.spec.learned_prior is not None and not entry.learns_hyperparameters:
-        learners = ", ".join(m.name for m in METHODS if m.learns_hyperparameters)
-        raise ValueError(
-            f"a learned prior needs an optimisation method that fits its hyperparameters "
-            f"({learners}), not {method!r}: give the prior learned=False for {method}"
-        )
-    held_out = None
-    if validation is not None:
-        if not entry.records_curves:
-            recorders = ", ".join(m.name for m in METHODS if m.records_curves)
-            raise ValueError(
-                f"validation= is read by methods that record training curves ({recorders}), "
-                f"not {method!r}"
-            )
-        held_out = validate_validation(model, validation)
-    check_memory(method, model.spec, opts, len(model.y))
-    if entry.predicts_near_modes and opts.kept_iterate(model.num_data) != "validation":
-        _warn_if_few_points_per_weight(method, model)
-    if entry.tuned_by_default and not set(entry.tuned_by_default) & set(options):
-        logger.warning(
-            "%s: no %s given; its default does not suit every data set, so choose it on a "
-            "validation split (as the suites' '%s (tuned)' contestant does)",
-            method, entry.tuned_by_default[0], method,
-        )  # fmt: skip
-    logger.info("fitting %s on %s (seed %d)", method, backend, seed)
+    plan = plan_fit(model, method, backend, seed, validation, options)
+    logger.info("fitting %s on %s (seed %d)", method, backend, plan.seed)
+    return _fit(plan, model)
+
+
+def _fit(plan: FitPlan, model: BNN) -> FitResult:
+    """Run the planned method, check its draws, and score them on the training data."""
+    method, backend = plan.method, plan.backend
     start = now()
     # Before anything compiles (NumPyro: JAX's persistent cache on, its hits counted).
     compilations = get_backend(backend).fit_compilations()
-    target = Target.build(backend, model, held_out)
+    target = Target.build(backend, model, plan.held_out)
     with shared.collect() as reused:  # runs read from the shared-fit store, if one is open
-        out = entry.runner(backend)(method, target, opts, seed)
+        out = plan.entry.runner(backend)(method, target, plan.options, plan.seed)
     check_finite_draws(method, out.draws, model)  # every method's last line of defence
     mode = None
     if out.linearised_at is not None:  # the GLM predictive around the runner's mode
@@ -148,7 +119,6 @@ def fit(
     train = predictive_at(backend, model.spec, out.draws, model.x, linearised_at=mode)
     ll = log_likelihood_per_draw(model.spec, train.f, train.noise_std, model.y)
     end = now()
-    chains, draws = next(iter(out.draws.values())).shape[:2]
     if not np.all(np.isfinite(ll)):
         logger.warning("%s/%s: non-finite training log-likelihood in some draws", method, backend)
     # What producing the shared runs cost counts as this fit's, as if it had run them.
@@ -160,18 +130,14 @@ def fit(
         info["shared_fits"] = reused
     if compilations is not None:
         info["jax_cache"] = compilations.finish()
-    compiling = timings.get("compile")
-    logger.info(
-        "%s on %s fitted in %.1f s%s",
-        method, backend, timings["total"],
-        "" if compiling is None else f" ({compiling:.1f} s of it compiling)",
-    )  # fmt: skip
+    _log_fitted(method, backend, timings)
+    chains, draws = next(iter(out.draws.values())).shape[:2]
     return FitResult(
         spec=model.spec,
         method=method,
         backend=backend,
-        seed=seed,
-        options=asdict(opts),
+        seed=plan.seed,
+        options=asdict(plan.options),
         draws=out.draws,
         log_likelihood=ll.reshape(chains, draws, -1),
         observed=model.y.copy(),
@@ -185,14 +151,10 @@ def fit(
     )
 
 
-def _warn_if_few_points_per_weight(method: str, model: BNN) -> None:
-    """A logged warning where ``method``'s modes are likely to fit the training noise."""
-    weights = sum(math.prod(shape) for shape in weight_sites(model.spec).values())
-    if model.num_data < MIN_POINTS_PER_WEIGHT * weights:
-        logger.warning(
-            "%s: %d training points for %d weights, fewer than %d per weight: on sets this "
-            "small a posterior mode fits the training noise and %s's predictive is likely "
-            "over-confident; laplace or mcdropout, or keep='validation' (early stopping), "
-            "predict better",
-            method, model.num_data, weights, MIN_POINTS_PER_WEIGHT, method,
-        )  # fmt: skip
+def _log_fitted(method: str, backend: str, timings: dict[str, float]) -> None:
+    compiling = timings.get("compile")
+    logger.info(
+        "%s on %s fitted in %.1f s%s",
+        method, backend, timings["total"],
+        "" if compiling is None else f" ({compiling:.1f} s of it compiling)",
+    )  # fmt: skip

@@ -66,7 +66,7 @@ def _model(hidden: tuple[int, ...] = (4,)) -> BNN:
         ({"name": "my data"}, ValueError, "name must be letters, digits, '_', '.' or '-'"),
         ({"test": (np.zeros((5, 3)), np.zeros(5))}, ValueError, "x_test has 3 features"),
         ({"test": (np.zeros((5, 2)), np.full(5, np.nan))}, ValueError, "5 non-finite"),
-        ({"test": np.zeros((5, 2))}, ValueError, r"test must be a pair \(x_test, y_test\)"),
+        ({"test": np.zeros((5, 2))}, TypeError, r"test must be a pair \(x_test, y_test\)"),
         (
             {"test": (np.zeros((5, 2)), np.zeros(5)), "test_fraction": 0.2},
             ValueError,

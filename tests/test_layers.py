@@ -36,7 +36,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("ppl_bnn.methods",),
     ("ppl_bnn.backends",),
-    ("ppl_bnn.results", "ppl_bnn.fit", "ppl_bnn.reference", "ppl_bnn.runtime"),
+    (
+        "ppl_bnn.results",
+        "ppl_bnn.fit",
+        "ppl_bnn.fit_support",
+        "ppl_bnn.reference",
+        "ppl_bnn.runtime",
+    ),
     (
         "ppl_bnn.bench",
         "ppl_bnn.report",

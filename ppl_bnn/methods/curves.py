@@ -60,10 +60,8 @@ import numpy as np
 
 from ppl_bnn.methods.meanfield import closed_form_kl, monte_carlo_kl
 from ppl_bnn.metrics.baseline import mean_log_predictive_density
-from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.priors import Normal
 from ppl_bnn.model.spec import BNNSpec
-from ppl_bnn.model.validate import validate_inputs, validate_targets
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
 from ppl_bnn.seeding import numpy_generator
 from ppl_bnn.timing import now
@@ -79,20 +77,6 @@ MAX_HELD_OUT = 500
 CURVE_KEY = "training_curve"
 #: Where early stopping's checkpoints are stored: ``FitResult.info[STOPPING_KEY]``.
 STOPPING_KEY = "early_stopping"
-
-
-def validate_validation(model: BNN, validation: object) -> tuple[np.ndarray, np.ndarray]:
-    """``(x_val, y_val)`` checked against the model (input shape, likelihood, classes), as the
-    training data are; ``TypeError`` unless ``validation`` is a pair, ``ValueError`` naming
-    ``x_val`` or ``y_val`` otherwise."""
-    if not isinstance(validation, tuple | list) or len(validation) != 2:
-        raise TypeError(
-            f"validation must be a pair (x_val, y_val), got {type(validation).__name__}"
-        )
-    spec = model.spec
-    x = validate_inputs(validation[0], spec.input_shape, name="x_val")
-    y = validate_targets(validation[1], x.shape[0], spec.likelihood, spec.num_classes, name="y_val")
-    return x, y
 
 
 def curve_every(options: Any, num_steps: int, has_validation: bool) -> int:

@@ -12,12 +12,14 @@ from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.model.layers import Layer
 from ppl_bnn.model.priors import Prior
 from ppl_bnn.model.spec import DEFAULT_PRIOR, BNNSpec
-from ppl_bnn.model.targets import model_targets
+from ppl_bnn.model.targets import class_indices, model_targets
 from ppl_bnn.model.validate import check_params, validate_inputs, validate_targets
 from ppl_bnn.seeding import numpy_generator
 
 #: The MLP shorthand's defaults; ``layers=`` replaces them, so they must be left as they are.
 _MLP_DEFAULTS = {"hidden": (50,), "activation": "tanh", "prior_scale": 1.0, "fan_in_scaling": False}
+#: The names of a held-out pair's inputs and labels in errors, by what it is for.
+HELD_OUT_NAMES = {"validation": ("x_val", "y_val"), "test": ("x_test", "y_test")}
 
 
 class BNN:
@@ -150,6 +152,30 @@ class BNN:
     @property
     def num_data(self) -> int:
         return int(self.x.shape[0])
+
+    def held_out(self, pair: object, what: str = "validation") -> tuple[np.ndarray, np.ndarray]:
+        """A held-out pair ``(x, y)`` checked as the training data are (input shape, likelihood,
+        classes), its labels read through :attr:`classes` where the model's data had labels
+        other than integers. ``what`` names it in errors: ``"validation"`` (``x_val``,
+        ``y_val``) or ``"test"`` (``x_test``, ``y_test``).
+
+        Raises:
+            TypeError: ``pair`` is not a pair.
+            ValueError: the inputs or labels do not fit the model (named as above), or a label
+                the model's data did not have.
+        """
+        x_name, y_name = HELD_OUT_NAMES[what]
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(
+                f"{what} must be a pair ({x_name}, {y_name}), got {type(pair).__name__}"
+            )
+        spec = self.spec
+        x = validate_inputs(pair[0], spec.input_shape, name=x_name)
+        labels = pair[1]
+        if self.classes is not None:
+            labels = class_indices(labels, self.classes, name=y_name)
+        y = validate_targets(labels, x.shape[0], spec.likelihood, spec.num_classes, name=y_name)
+        return x, y
 
     def __repr__(self) -> str:
         return f"BNN(n={self.num_data}, spec={self.spec!r})"

@@ -466,3 +466,30 @@ def test_complex_data_is_refused(xy, name: str) -> None:
     data[name] = data[name] + 1j
     with pytest.raises(ValueError, match=rf"{name} is complex \(dtype complex128\): the model"):
         BNN(data["x"], data["y"], hidden=(3,), noise=0.1)
+
+
+# --- held-out pairs -----------------------------------------------------------------------------
+
+
+def test_a_held_out_pair_reads_labels_as_the_models_data_gave_them() -> None:
+    x = np.random.default_rng(0).normal(size=(9, 2))
+    model = BNN(x, np.array(["b", "a", "c"] * 3), hidden=(3,))
+    x_val, y_val = model.held_out((x[:3], ["c", "a", "b"]))
+    np.testing.assert_array_equal(y_val, [2, 0, 1])
+    assert x_val.shape == (3, 2)
+    with pytest.raises(ValueError, match="y_test"):
+        model.held_out((x[:2], ["a", "z"]), "test")
+
+
+@pytest.mark.parametrize(
+    ("pair", "what", "error", "match"),
+    [
+        (np.zeros((3, 2)), "validation", TypeError, r"validation must be a pair \(x_val, y_val\)"),
+        ((np.zeros((3, 2)),), "test", TypeError, r"test must be a pair \(x_test, y_test\)"),
+        ((np.zeros((3, 3)), np.zeros(3)), "test", ValueError, "x_test has 3 features"),
+        ((np.zeros((3, 2)), np.zeros(4)), "validation", ValueError, "y_val has 4 entries"),
+    ],
+)
+def test_a_bad_held_out_pair_is_named(model: BNN, pair, what: str, error, match: str) -> None:
+    with pytest.raises(error, match=match):
+        model.held_out(pair, what)
