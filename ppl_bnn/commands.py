@@ -21,8 +21,9 @@ from ppl_bnn.bench.suite_file import current_configs
 from ppl_bnn.cli import method_options, show
 from ppl_bnn.compare import DEFAULT_NAME, ComparisonFailedError, FailedCellsWarning, compare
 from ppl_bnn.comparison import Comparison
-from ppl_bnn.data import dataset_names, fetch, read_table, resolve_data_dir
+from ppl_bnn.data import dataset_names, fetch, resolve_data_dir
 from ppl_bnn.data.files import DataFileError, Table, read_inputs
+from ppl_bnn.data.splits import read_tables
 from ppl_bnn.defaults import MAX_ATTEMPTS
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.prediction_table import prediction_columns, prediction_table
@@ -189,19 +190,13 @@ def report(args: argparse.Namespace) -> int:
 
 def compare_file(args: argparse.Namespace) -> int:
     """``ppl-bnn compare``: read the data file(s), build the network on them and run
-    :func:`ppl_bnn.compare`."""
-    table = read_table(args.data, target=args.target, features=comma_list(args.features),
-                       task=args.task)  # fmt: skip
-    test = None
-    if args.test is not None:
-        held = read_table(
-            args.test,
-            target=table.target,
-            features=table.features,
-            task=table.task,
-            classes=table.classes,
-        )
-        test = (held.x, held.y)
+    :func:`ppl_bnn.compare` on those files."""
+    # Read once: the cells read the same files, checked by their SHA-256.
+    table, held = read_tables(
+        str(Path(args.data).resolve()), target=args.target, features=comma_list(args.features),
+        task=args.task, test_path=None if args.test is None else str(Path(args.test).resolve()),
+    )  # fmt: skip
+    test = None if held is None else (held.x, held.y)
     # Rows to predict at are read first, so that a wrong file stops before any fitting.
     to_predict = _rows_to_predict(args, table) if args.predict is not None else None
     network = {"hidden": args.hidden, "activation": args.activation}
@@ -237,6 +232,7 @@ def compare_file(args: argparse.Namespace) -> int:
                 reference_dir=args.reference_dir,
                 retry=not args.no_retry,
                 rerun_failed=args.rerun_failed,
+                tables=(table, held),
             )
         except ComparisonFailedError as err:
             comparison, failure = err.comparison, err

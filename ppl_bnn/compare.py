@@ -1,11 +1,14 @@
 """``compare``: the benchmark's verdict on your own model and data.
 
-It is the suite runner on one dataset: the model's data (and test set) are written once to an
-NPZ file in the results folder, a suite with that file as its one dataset is built in memory,
-and :func:`ppl_bnn.bench.runner.run_suite` runs it, with everything the suites have: a process
-per cell with a timeout, resume, the results folder's lock, the compilation and reference
-caches, tuning on a validation split and a reference posterior with its own floor. The verdict
-is read back as a :class:`~ppl_bnn.comparison.Comparison`.
+It is the suite runner on one dataset: the model's data (and test set) are made into the
+suite's data file in memory, every split checked, and written once to an NPZ file in the
+results folder, which the cells read (:func:`~ppl_bnn.bench.data_files.arrays_data_file`; the
+command line hands over the file it read instead). The suite is built on that data file and
+the model's serialised form (:func:`~ppl_bnn.bench.cell.model_table`), and
+:func:`ppl_bnn.bench.runner.run_suite` runs it, with everything the suites have: a process per
+cell with a timeout, resume, the results folder's lock, the compilation and reference caches,
+tuning on a validation split and a reference posterior with its own floor. The verdict is read
+back as a :class:`~ppl_bnn.comparison.Comparison`.
 
 As in the suites, inputs and regression targets are standardised with the training split's
 statistics before fitting (a known ``noise`` is in those units); metrics are in original units.
@@ -13,6 +16,7 @@ statistics before fitting (a known ``noise`` is in those units); metrics are in 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -24,17 +28,24 @@ from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench.data_files import DATA_DIR, DEFAULT_TEST_FRACTION, data_name_problem
+from ppl_bnn.bench.cell import model_table
+from ppl_bnn.bench.data_files import (
+    DATA_DIR,
+    DEFAULT_TEST_FRACTION,
+    DataFile,
+    arrays_data_file,
+    data_file_of,
+    data_name_problem,
+)
 from ppl_bnn.bench.lock import LOCK_FILE
 from ppl_bnn.bench.record import REPLACED_DIR, SUITE_FILE, attempts_made, read_record
 from ppl_bnn.bench.runner import FITS_DIR, SweepSummary, run_suite
 from ppl_bnn.bench.suite import AUTO, Suite, parse_suite
 from ppl_bnn.comparison import Comparison
-from ppl_bnn.data.files import array_table
-from ppl_bnn.data.splits import split_table
+from ppl_bnn.data.files import Table, file_sha256
 from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
 from ppl_bnn.engine.registry import BACKENDS
-from ppl_bnn.files import npz_bytes, npz_holds, write_atomic
+from ppl_bnn.files import write_atomic
 from ppl_bnn.keys import content_key
 from ppl_bnn.methods import available, get_method, make_options
 from ppl_bnn.methods.memory import check_memory
@@ -109,10 +120,12 @@ class ComparisonFailedError(RuntimeError, CellFailures):
 
 @dataclass(frozen=True)
 class _Plan:
-    """A checked comparison, before anything is written: the data, the suite's table, where."""
+    """A checked comparison, before anything is written: where, the data as made in memory
+    (the files' bytes, and the data file the suite reads them as) and the suite's table."""
 
     results_dir: Path
-    files: dict[Path, dict[str, np.ndarray]]
+    files: dict[Path, bytes]
+    data_file: DataFile
     table: dict[str, Any]
 
 
@@ -149,21 +162,6 @@ def _names(values: object, known: Sequence[str], what: str) -> list[str]:
     if len(set(items)) != len(items):
         raise ValueError(f"{what} must be distinct, got {list(items)}")
     return list(items)
-
-
-def model_table(spec: BNNSpec) -> dict[str, Any]:
-    """The suite's ``[model]`` table of ``spec``: its layers and priors in their dict form, and
-    for a Gaussian likelihood its noise (and noise prior)."""
-    priors = [p.to_dict() for p in spec.priors]
-    table: dict[str, Any] = {
-        "layers": [layer.to_dict() for layer in spec.layers],
-        "prior": priors[0] if all(p == priors[0] for p in priors) else priors,
-    }
-    if spec.likelihood == "gaussian":
-        table["noise"] = spec.noise
-        if spec.noise_prior is not None:
-            table["noise_prior"] = spec.noise_prior.to_dict()
-    return table
 
 
 def _num_weights(spec: BNNSpec) -> int:
@@ -227,11 +225,6 @@ def _arrays(model: BNN, test: object) -> tuple[dict[str, np.ndarray], dict[str, 
     """The training arrays and the test arrays (none without ``test``), checked."""
     if not isinstance(model, BNN):
         raise TypeError(f"compare takes a ppl_bnn.BNN (the network and its data), got {model!r}")
-    if model.x.ndim != 2:
-        raise ValueError(
-            f"compare takes a model on flat inputs (N, D); x has shape {model.x.shape}: run "
-            "image networks through a suite (image = true, layers = [...])"
-        )
     names = {} if model.feature_names is None else {"names": np.array(model.feature_names)}
     arrays = {"x": model.x, "y": model.y, **names}
     if test is None:
@@ -258,29 +251,6 @@ def _check_results_dir_to_write(root: Path) -> None:
             f"results_dir {root} is not empty and is not a comparison's results folder (it "
             f"holds {shown}): give a new or empty folder, or one a comparison wrote"
         )
-
-
-def _check_splits(
-    spec: BNNSpec,
-    arrays: dict[str, np.ndarray],
-    test_arrays: dict[str, np.ndarray],
-    fraction: float,
-    splits: int,
-    name: str,
-) -> int:
-    """Make every split of the data as the suite's loader will, so that a split no fit can use
-    (one class, a constant target, an empty test set) or more classes than rows allow is
-    refused here; return the largest training set."""
-    classes = spec.num_classes if spec.likelihood == "categorical" else None
-    table = array_table(arrays["x"], arrays["y"], num_classes=classes, name=name)
-    test = None
-    if test_arrays:
-        test = array_table(test_arrays["x"], test_arrays["y"], num_classes=classes,
-                           name=f"{name} (test)", held_out=True)  # fmt: skip
-    made = split_table(
-        table, test, test_fraction=None if test else fraction, splits=range(splits), name=name
-    )
-    return max(len(raw.y_train) for raw, _ in made)
 
 
 def _check_memory(
@@ -319,6 +289,7 @@ def plan_comparison(
     timeout_s: float = 600.0,
     name: str = DEFAULT_NAME,
     margins: Mapping[str, float] | Margins | None = None,
+    tables: tuple[Table, Table | None] | None = None,
 ) -> _Plan:
     """Check every argument and build the suite's table; nothing is written. See
     :func:`compare` for the arguments."""
@@ -340,30 +311,30 @@ def plan_comparison(
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     margin_table = Margins.of(dict(margins) if isinstance(margins, Mapping) else margins)
     spec = model.spec
-    n_train = _check_splits(spec, arrays, test_arrays, fraction, splits, name)
-    reference_table, no_reference = _reference_table(reference, spec, n_train)
-    method_tables, exclude = _method_tables(method_list, backend_list[0], tune, options)
-    sampled = reference_table if no_reference is None else None
-    _check_memory(spec, method_list, backend_list, options or {}, sampled, n_train)
     split_text = "given" if test is not None else f"{fraction}x{splits}"
     key = content_key(name, spec.to_dict(), arrays, test_arrays, split_text)
     default_root = DEFAULT_ROOT / f"compare-{name}-{key[:8]}"
     root = Path(results_dir) if results_dir is not None else default_root
     _check_results_dir_to_write(root)
-    # Named by content: a rerun finds the file it wrote (np.savez's bytes vary with the time).
-    data_file = (root / "data" / f"{name}-{key[:12]}.npz").resolve()
-    files = {data_file: arrays}
-    dataset: dict[str, Any] = {"name": name, "path": str(data_file), "target": "y"}
-    if spec.likelihood == "categorical":
-        dataset.update(task="classification", classes=[str(k) for k in range(spec.num_classes)])
+    fraction = None if test is not None else float(fraction)
+    if tables is None:
+        # Named by content, so that a rerun finds the file it wrote; every split made, checked.
+        data_file, files = arrays_data_file(
+            name, (root / DATA_DIR / f"{name}-{key[:12]}.npz").resolve(), arrays,
+            test_arrays or None,
+            num_classes=spec.num_classes if spec.likelihood == "categorical" else None,
+            test_fraction=fraction, splits=splits,
+        )  # fmt: skip
     else:
-        dataset["task"] = "regression"
-    if test is not None:
-        test_file = data_file.with_name(f"{name}-{key[:12]}-test.npz")
-        files[test_file] = test_arrays
-        dataset["test_path"] = str(test_file)
-    else:
-        dataset.update(test_fraction=float(fraction), splits=splits)
+        data_file, files = _read_data_file(name, tables, model, test, fraction, splits), {}
+    n_train = max(len(info["train_rows"]) for info in data_file.split_info)
+    reference_table, no_reference = _reference_table(reference, spec, n_train)
+    method_tables, exclude = _method_tables(method_list, backend_list[0], tune, options)
+    sampled = reference_table if no_reference is None else None
+    _check_memory(spec, method_list, backend_list, options or {}, sampled, n_train)
+    dataset: dict[str, Any] = {"name": name}
+    if data_file.image_shape is not None:
+        dataset["image"] = True
     if exclude:
         dataset["exclude"] = exclude
     if no_reference is not None:
@@ -381,28 +352,51 @@ def plan_comparison(
     }
     if reference_table is not None:
         table["reference"] = reference_table
-    return _Plan(root, files, table)
+    return _Plan(root, files, data_file, table)
+
+
+def _read_data_file(
+    name: str,
+    tables: tuple[Table, Table | None],
+    model: BNN,
+    test: object,
+    fraction: float | None,
+    splits: int,
+) -> DataFile:
+    """The data file(s) the model's data were read from as the suite's data file: ``ValueError``
+    unless they hold the model's data (and the test set's, where one is given)."""
+    table, held = tables
+    if table.x.shape != model.x.shape or (held is None) != (test is None):
+        raise ValueError(
+            f"tables must be the data file(s) the model's data were read from: {table.path} "
+            f"holds inputs of shape {table.x.shape}, the model {model.x.shape}"
+            + ("" if (held is None) == (test is None) else ", and test= and its test file differ")
+        )
+    given = {"target": table.target, "features": table.features, "classes": table.classes}
+    return data_file_of(name, table, held, given, test_fraction=fraction, splits=splits)
 
 
 def write_data(plan: _Plan) -> Suite:
-    """Write the plan's data files where the results folder holds no exact copy of them (a
-    copy that differs, say altered by hand, is rewritten from the data given, with a warning)
-    and read the suite on them. Where the suite is refused (a method's option, say), what this
-    call wrote goes: the results folder, if it made it, else the new files."""
+    """Write the plan's data files, the data the cells read, where the results folder holds no
+    exact copy of them (a copy that differs, say altered by hand, is rewritten from the data
+    given, with a warning), and build the suite on them. Where the suite is refused (a
+    method's option, say), what this call wrote goes: the results folder, if it made it, else
+    the new files."""
     new_folder = not plan.results_dir.exists()
     new_files = []
     try:
-        for path, arrays in plan.files.items():
-            if npz_holds(path, arrays):
+        for path, data in plan.files.items():
+            if path.exists() and file_sha256(path) == hashlib.sha256(data).hexdigest():
                 continue
             if path.exists():
                 logger.warning("%s does not hold the data given (altered since it was written, "
                                "or damaged): written again from the data", path)  # fmt: skip
             else:
                 new_files.append(path)
-            data = npz_bytes(arrays)
             write_atomic(path, lambda tmp, data=data: Path(tmp).write_bytes(data))
-        return parse_suite(plan.table, where="compare")
+        return parse_suite(
+            plan.table, where="compare", data_files={plan.data_file.name: plan.data_file}
+        )
     except BaseException:
         if new_folder:
             shutil.rmtree(plan.results_dir, ignore_errors=True)
@@ -451,6 +445,7 @@ def compare(
     retry: bool = True,
     rerun_failed: bool = False,
     margins: Mapping[str, float] | Margins | None = None,
+    tables: tuple[Table, Table | None] | None = None,
 ) -> Comparison:
     """Fit ``model`` by every method and compare them: the benchmark's verdict on your data.
 
@@ -470,7 +465,7 @@ def compare(
         >>> print(comparison.summary)  # doctest: +SKIP
 
     Args:
-        model: The network and its training data (flat inputs).
+        model: The network and its training data (flat inputs or images).
         test: A held-out ``(x_test, y_test)``; without it, a seeded random ``test_fraction``
             of the model's data (stratified by class) is held out in each of ``splits`` splits.
         test_fraction: Default 0.1.
@@ -505,6 +500,9 @@ def compare(
         margins: How close counts as "as good" (:class:`~ppl_bnn.report.equivalence.Margins`,
             or a mapping of its ``fidelity_ratio`` and ``test_ll_nats``); default its
             defaults.
+        tables: The data file and test file (or None) the model's data were read from
+            (:func:`ppl_bnn.data.splits.read_tables`): the cells read those files, checked by
+            their SHA-256, instead of a copy of the data written into the results folder.
 
     Returns:
         The :class:`~ppl_bnn.comparison.Comparison`, with ``.table``, ``.summary``,
@@ -522,7 +520,7 @@ def compare(
     plan = plan_comparison(
         model, test=test, test_fraction=test_fraction, splits=splits, methods=methods,
         backends=backends, seeds=seeds, reference=reference, tune=tune, options=options,
-        results_dir=results_dir, timeout_s=timeout_s, name=name, margins=margins,
+        results_dir=results_dir, timeout_s=timeout_s, name=name, margins=margins, tables=tables,
     )  # fmt: skip
     logger.info("compare: results in %s", plan.results_dir)
     suite = write_data(plan)

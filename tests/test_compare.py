@@ -3,6 +3,7 @@ they build, and one small comparison run through both entry points with the same
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -11,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_diabetes, load_digits
 
 from ppl_bnn import BNN, Comparison, compare, layers, priors
-from ppl_bnn.bench.cell import model_arguments
+from ppl_bnn.bench.cell import model_arguments, model_table
 from ppl_bnn.cli import main
-from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, model_table, plan_comparison
+from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, plan_comparison
 from ppl_bnn.comparison import UnitsUnknownWarning, Verdict
 from ppl_bnn.data.dataset import Dataset
 from ppl_bnn.reference import PREDICTIONS_FILE
@@ -84,13 +85,21 @@ def test_bad_arguments_are_refused_before_anything_is_written(
     assert not out.exists()
 
 
-def test_an_image_model_is_sent_to_the_suites(tmp_path: Path) -> None:
-    x = np.random.default_rng(0).random((6, 4, 4, 1))
-    net = [layers.Conv2d(2, 3), layers.Flatten(), layers.Dense(3)]
-    model = BNN(x, np.arange(6) % 3, layers=net, likelihood="categorical")
-    with pytest.raises(ValueError, match="image networks through a suite"):
-        compare(model, results_dir=tmp_path / "r")
-    assert not (tmp_path / "r").exists()
+def test_an_image_network_is_compared_on_its_images(tmp_path: Path) -> None:
+    digits = load_digits()
+    x, y = (digits.images[:120] / 16.0)[..., None], digits.target[:120]
+    net = [layers.Conv2d(3, 3, activation="relu"), layers.MaxPool2d(2), layers.Flatten(),
+           layers.Dense(10)]  # fmt: skip
+    model = BNN(x, y, layers=net, likelihood="categorical", num_classes=10)
+    plan = plan_comparison(model, methods=["map"], results_dir=tmp_path / "r", name="images")
+    assert plan.data_file.image_shape == (8, 8, 1)
+    assert plan.table["datasets"][0]["image"] is True
+    comparison = compare(model, methods=["map"], seeds=1, reference=False, jobs=1,
+                         options={"map": {"num_steps": 30}}, results_dir=tmp_path / "r",
+                         name="images")  # fmt: skip
+    assert (comparison.table["status"] == "ok").all()
+    fit = comparison.results["images-split0-map-numpyro-seed0"]
+    assert fit.spec == model.spec  # the user's network, on (8, 8, 1) images
 
 
 @pytest.mark.parametrize(
@@ -127,7 +136,7 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
     assert plan.table["methods"]["mcdropout"]["tune"]["grid"]["dropout_rate"][0] == 1e-4
     assert dataset["exclude"] == ["mcdropout.untuned"]
     assert plan.table["reference"] == {} and "no_reference" not in dataset
-    assert dataset["test_fraction"] == 0.1 and dataset["splits"] == 1
+    assert plan.data_file.test_fraction == 0.1 and plan.data_file.splits == 1
     assert plan.table["seeds"] == [0, 1, 2]
     # Named by its label: the report's title, and the default folder with the content's key.
     assert plan.table["name"] == "data" and plan.results_dir.name.startswith("compare-data-")
@@ -156,14 +165,19 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
     assert plan_comparison(_model(), seeds="auto").table["seeds"] == "auto"  # the suite's own
 
 
+def _stored(plan, path: Path) -> dict[str, np.ndarray]:
+    """The arrays of a plan's file as its cells will read them."""
+    with np.load(io.BytesIO(plan.files[path])) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
 def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> None:
     x, y = _data(20, seed=1)
     plan = plan_comparison(_model(), test=(x, y), results_dir=tmp_path / "r", name="mine")
-    (dataset,) = plan.table["datasets"]
     train, test = plan.files
-    assert dataset["path"] == str(train) and dataset["test_path"] == str(test)
-    assert "test_fraction" not in dataset and "splits" not in dataset
-    np.testing.assert_array_equal(plan.files[test]["y"], y.astype(np.float32))
+    assert plan.data_file.path == str(train) and plan.data_file.test_path == str(test)
+    assert plan.data_file.test_fraction is None and plan.data_file.splits == 1
+    np.testing.assert_array_equal(_stored(plan, test)["y"], y.astype(np.float32))
     assert train.name.startswith("mine-") and test.name.endswith("-test.npz")
     # Another test set is another comparison: another folder's key.
     other = plan_comparison(_model(), test=(x, y + 1.0), name="mine")
@@ -173,7 +187,7 @@ def test_a_given_test_set_is_its_own_file_and_the_one_split(tmp_path: Path) -> N
     labelled = BNN(_data()[0], kinds, hidden=(4,))
     held = plan_comparison(labelled, test=(x[:3], ["green", "red", "red"]), name="kinds")
     _, test_file = held.files
-    assert held.files[test_file]["y"].tolist() == [1, 2, 2]
+    assert _stored(held, test_file)["y"].tolist() == [1, 2, 2]
     with pytest.raises(ValueError, match="y_test holds labels the model's classes do not: 'teal'"):
         plan_comparison(labelled, test=(x[:2], ["teal", "red"]), name="kinds")
 

@@ -16,6 +16,7 @@ from ppl_bnn.bench.evaluate import STORED_DRAWS
 from ppl_bnn.bench.record import SCHEMA_VERSION
 from ppl_bnn.model.layers import Layer, layer_from_dict
 from ppl_bnn.model.priors import Prior, prior_from_dict
+from ppl_bnn.model.spec import BNNSpec
 
 
 class _Runnable:
@@ -239,6 +240,22 @@ def base_record(cell: Cell | Probe, attempt: int = 1) -> dict[str, Any]:
         "finished_at": None,
         "files": {},
     }
+
+
+def model_table(spec: BNNSpec) -> dict[str, Any]:
+    """The ``[model]`` table of ``spec``, as cells carry a model to their workers: its layers
+    and priors in their dict form, and for a Gaussian likelihood its noise (and noise prior).
+    :func:`model_arguments` makes the spec's :class:`~ppl_bnn.BNN` of it again."""
+    priors = [p.to_dict() for p in spec.priors]
+    table: dict[str, Any] = {
+        "layers": [layer.to_dict() for layer in spec.layers],
+        "prior": priors[0] if all(p == priors[0] for p in priors) else priors,
+    }
+    if spec.likelihood == "gaussian":
+        table["noise"] = spec.noise
+        if spec.noise_prior is not None:
+            table["noise_prior"] = spec.noise_prior.to_dict()
+    return table
 
 
 def model_arguments(model: dict[str, Any], data: Any) -> dict[str, Any]:

@@ -1,26 +1,31 @@
 """A suite's data file of your own: the ``[[datasets]]`` keys that describe it, read and checked
 when the suite is read, and the rows of each split written beside the results.
 
-The file is read once and split with :func:`ppl_bnn.data.splits.load_file_splits`, so that every
+The file is read once and split with :func:`ppl_bnn.data.splits.split_table`, so that every
 problem (a missing value, a non-numeric feature, a training split with one class) is reported
 before any cell runs, with the file, column and row. What reaches the cells
 (:meth:`DataFile.loader_keywords`) carries the files' SHA-256: it joins each cell's config hash,
-and the loader refuses a file whose content has changed since.
+and the loader refuses a file whose content has changed since. A model's data in memory
+(:func:`ppl_bnn.compare`'s) is made into the same data file without reading anything back
+(:func:`arrays_data_file`), and the NPZ bytes its cells will read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ppl_bnn.bench.schema import SuiteError, check_open_unit
 from ppl_bnn.data import dataset_names
-from ppl_bnn.data.files import DataFileError
-from ppl_bnn.data.splits import load_file_splits
-from ppl_bnn.files import write_atomic
+from ppl_bnn.data.files import DataFileError, Table, array_table
+from ppl_bnn.data.splits import read_tables, split_table
+from ppl_bnn.files import npz_bytes, write_atomic
 
 #: The ``[[datasets]]`` keys of a data file (besides ``name`` and ``splits``).
 FILE_KEYS = ("path", "target", "features", "task", "classes", "test_fraction", "test_path")
@@ -48,6 +53,7 @@ class DataFile:
     sha256: str
     test_sha256: str | None
     split_info: tuple[dict[str, Any], ...]
+    image_shape: tuple[int, ...] | None = None
 
     def loader_keywords(self) -> dict[str, Any]:
         """The ``file`` keywords of :func:`ppl_bnn.data.load_dataset` (JSON-ready: they are part
@@ -65,6 +71,8 @@ class DataFile:
             out.update(test_path=self.test_path, test_sha256=self.test_sha256)
         else:
             out["test_fraction"] = self.test_fraction
+        if self.image_shape is not None:
+            out["image_shape"] = list(self.image_shape)
         return out
 
 
@@ -127,36 +135,100 @@ def parse_data_file(loc: str, table: Mapping[str, Any], base_dir: Path) -> DataF
     features = _text_list(loc, "features", table.get("features"), "column names")
     classes = _text_list(loc, "classes", table.get("classes"), "class labels")
     task = table.get("task")
-    keywords = {
-        "path": path,
-        "target": target,
-        "features": features,
-        "task": task,
-        "classes": classes,
-        "test_fraction": test_fraction,
-        "test_path": test_path,
-    }
     try:
         # The files read once, every split checked.
-        splits_read = load_file_splits(**keywords, splits=range(splits), name=name)
-        infos = tuple(info for _, info in splits_read)
+        read, test = read_tables(
+            path, target=target, features=features, task=task, classes=classes,
+            test_path=test_path,
+        )  # fmt: skip
+        given = {"target": target, "features": features, "classes": classes}
+        return data_file_of(name, read, test, given, test_fraction=test_fraction, splits=splits)
     except DataFileError as err:
         raise SuiteError(f"{loc}: {err}") from err
-    first = infos[0]
+
+
+def data_file_of(
+    name: str,
+    table: Table,
+    test: Table | None,
+    given: Mapping[str, Any],
+    *,
+    test_fraction: float | None,
+    splits: int,
+    image_shape: tuple[int, ...] | None = None,
+) -> DataFile:
+    """The :class:`DataFile` of tables read (or made) from files: each split made and checked
+    as the cells' loader will make it (``given``: the target, features and classes asked for,
+    as the loader is to be asked again)."""
+    made = split_table(
+        table, test, test_fraction=None if test else test_fraction, splits=range(splits),
+        name=name,
+    )  # fmt: skip
     return DataFile(
         name=name,
-        path=path,
-        target=target,
-        features=features,
-        task=first["task"],
-        classes=classes,
-        test_fraction=test_fraction,
-        test_path=test_path,
+        path=table.path,
+        target=given["target"],
+        features=None if given["features"] is None else tuple(given["features"]),
+        task=table.task,
+        classes=None if given["classes"] is None else tuple(given["classes"]),
+        test_fraction=None if test else test_fraction,
+        test_path=None if test is None else test.path,
         splits=splits,
-        sha256=first["sha256"],
-        test_sha256=first.get("test_sha256"),
-        split_info=infos,
+        sha256=table.sha256,
+        test_sha256=None if test is None else test.sha256,
+        split_info=tuple(info for _, info in made),
+        image_shape=image_shape,
     )
+
+
+def arrays_data_file(
+    name: str,
+    path: Path,
+    arrays: Mapping[str, np.ndarray],
+    test_arrays: Mapping[str, np.ndarray] | None,
+    *,
+    num_classes: int | None,
+    test_fraction: float | None,
+    splits: int,
+) -> tuple[DataFile, dict[Path, bytes]]:
+    """A model's data (``x``, ``y`` and optionally the column ``names``) as a suite's data
+    file, made in memory: every split made and checked as the cells' loader will make it, and
+    the NPZ bytes to write at ``path`` (and, for ``test_arrays``, beside it), the file the
+    cells read. Images are written as flat rows, with their ``image_shape``. The
+    :class:`DataFile` is the one :func:`parse_data_file` would read from those files, so that
+    cells of the same data keep their config hash.
+
+    Raises:
+        DataFileError: a split no fit can use (see :mod:`ppl_bnn.data.splits`).
+    """
+    image_shape = tuple(arrays["x"].shape[1:]) if arrays["x"].ndim > 2 else None
+    files, tables = {}, []
+    for where, given, held_out in ((path, arrays, False), (_test_path(path), test_arrays, True)):
+        if given is None:
+            continue
+        flat = {**given, "x": np.asarray(given["x"]).reshape(len(given["x"]), -1)}
+        files[where] = npz_bytes(flat)
+        table = array_table(
+            flat["x"], flat["y"], num_classes=num_classes, name=str(where), held_out=held_out
+        )
+        names = given.get("names")
+        features = tuple(f"x{j}" for j in range(flat["x"].shape[1])) if names is None else (
+            tuple(str(n) for n in names)
+        )  # fmt: skip
+        digest = hashlib.sha256(files[where]).hexdigest()
+        tables.append(replace(table, features=features, sha256=digest))
+    test = tables[1] if len(tables) > 1 else None
+    given = {"target": "y", "features": None, "classes": tables[0].classes}
+    data_file = data_file_of(
+        name, tables[0], test, given, test_fraction=test_fraction, splits=splits,
+        image_shape=image_shape,
+    )  # fmt: skip
+    return data_file, files
+
+
+def _test_path(path: Path) -> Path:
+    """Where the test set of the data file at ``path`` is written."""
+    return path.with_name(f"{path.stem}-test{path.suffix}")
 
 
 def write_split_rows(results_dir: Path, data_file: DataFile) -> Path:

@@ -63,7 +63,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +163,12 @@ def _check_choices(
         )
 
 
+#: One probe as a section makes it: its name, its kind, its parameters and its budget note.
+ProbeEntry = tuple[str, str, dict[str, Any], str | None]
+#: The problems of a suite by name (``[problems.*]``).
+Problems = Mapping[str, dict[str, Any]]
+
+
 def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSuite:
     """Validate a performance suite given as the parsed TOML."""
     check_keys(where, raw, _KEYS)
@@ -173,6 +179,22 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise SuiteError(f"{where}: repeats must be an integer >= 1, got {repeats!r}")
     timeout = check_timeout(where, raw)
+    problems = _problems(where, raw)
+    probes = []
+    for section in _SECTIONS:
+        for probe, kind, params, note in section(where, raw, problems):
+            params = {**params, "repeats": params.get("repeats", repeats)}
+            given = params["repeats"]
+            if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+                raise SuiteError(f"{where}: {probe}: repeats must be an integer >= 1")
+            probes.append(Probe(raw["name"], probe, kind, params, timeout, note))
+    if not probes:
+        raise SuiteError(f"{where}: a performance suite needs at least one probe")
+    return PerfSuite(name=name, description=str(raw.get("description", "")), probes=tuple(probes))
+
+
+def _problems(where: str, raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``[problems.*]`` tables, checked: a known dataset, a model, a training subset."""
     problems = {k: dict(v) for k, v in raw.get("problems", {}).items()}
     for key, problem in problems.items():
         check_keys(f"{where} [problems.{key}]", problem, {"dataset", "model", "max_train"})
@@ -183,31 +205,31 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
         check_model(f"{where} [problems.{key}] model", problem.get("model", {}))
         if problem.get("max_train") is not None:
             check_int(f"{where} [problems.{key}]", problem, "max_train", 0, minimum=1)
+    return problems
 
-    probes: list[Probe] = []
 
-    def add(name: str, kind: str, params: dict[str, Any], note: str | None = None) -> None:
-        params = {**params, "repeats": params.get("repeats", repeats)}
-        if (
-            isinstance(params["repeats"], bool)
-            or not isinstance(params["repeats"], int)
-            or params["repeats"] < 1
-        ):
-            raise SuiteError(f"{where}: {name}: repeats must be an integer >= 1")
-        probes.append(Probe(raw["name"], name, kind, params, timeout, note))
-
+def _floor_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[floor]``: the bare gradients' and the kernels' floors, one probe per problem."""
     floor = raw.get("floor")
-    if floor is not None:
-        check_keys(
-            f"{where} [floor]",
-            floor,
-            {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats", "torch_variants"},
-        )
-        settings = {k: v for k, v in floor.items() if k != "problems"}
-        _check_choices(f"{where} [floor]", settings, "torch_variants", TORCH_VARIANTS)
-        for key in floor.get("problems", []):
-            problem = _problem(f"{where} [floor]", problems, key)
-            add(f"floor-{key}", "floor", {"problem": key, **problem, **settings})
+    if floor is None:
+        return []
+    check_keys(
+        f"{where} [floor]",
+        floor,
+        {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats", "torch_variants"},
+    )
+    settings = {k: v for k, v in floor.items() if k != "problems"}
+    _check_choices(f"{where} [floor]", settings, "torch_variants", TORCH_VARIANTS)
+    out = []
+    for key in floor.get("problems", []):
+        problem = _problem(f"{where} [floor]", problems, key)
+        out.append((f"floor-{key}", "floor", {"problem": key, **problem, **settings}, None))
+    return out
+
+
+def _method_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[[methods]]``: one probe per (problem, method, backend, variant)."""
+    out = []
     for i, entry in enumerate(raw.get("methods", [])):
         loc = f"{where} [[methods]] #{i + 1}"
         check_keys(
@@ -229,94 +251,125 @@ def parse_perf_suite(raw: Mapping[str, Any], *, where: str = "suite") -> PerfSui
             **({"repeats": entry["repeats"]} if "repeats" in entry else {}),
         }
         label = f"{entry['problem']}-{entry['method']}-{entry['backend']}-{variant}"
-        add(f"method-{label}", "method", params, entry.get("budget_note"))
+        out.append((f"method-{label}", "method", params, entry.get("budget_note")))
+    return out
+
+
+def _overhead_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[overhead]``: ``fit`` against NumPyro called directly, on one problem."""
     overhead = raw.get("overhead")
-    if overhead is not None:
-        check_keys(f"{where} [overhead]", overhead, {"problem", "nuts", "svi", "repeats"})
-        problem = _problem(f"{where} [overhead]", problems, overhead.get("problem", ""))
-        settings = {k: dict(overhead.get(k, {})) for k in ("nuts", "svi")}
-        start = settings["svi"].setdefault("init_loc", OVERHEAD_SVI_START)
-        if start != OVERHEAD_SVI_START:
-            raise SuiteError(
-                f"{where} [overhead] svi: init_loc must be {OVERHEAD_SVI_START!r}, the start of "
-                f"NumPyro's own SVI that fit's is compared with; got {start!r}"
-            )
-        settings.update({k: overhead[k] for k in ("repeats",) if k in overhead})
-        add(
-            f"overhead-{overhead['problem']}",
-            "overhead",
-            {"problem": overhead["problem"], **problem, **settings, "backend": "numpyro"},
+    if overhead is None:
+        return []
+    check_keys(f"{where} [overhead]", overhead, {"problem", "nuts", "svi", "repeats"})
+    problem = _problem(f"{where} [overhead]", problems, overhead.get("problem", ""))
+    settings = {k: dict(overhead.get(k, {})) for k in ("nuts", "svi")}
+    start = settings["svi"].setdefault("init_loc", OVERHEAD_SVI_START)
+    if start != OVERHEAD_SVI_START:
+        raise SuiteError(
+            f"{where} [overhead] svi: init_loc must be {OVERHEAD_SVI_START!r}, the start of "
+            f"NumPyro's own SVI that fit's is compared with; got {start!r}"
         )
+    settings.update({k: overhead[k] for k in ("repeats",) if k in overhead})
+    params = {"problem": overhead["problem"], **problem, **settings, "backend": "numpyro"}
+    return [(f"overhead-{overhead['problem']}", "overhead", params, None)]
+
+
+def _predict_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[predict]``: ``FitResult.predict`` of many draws at many points."""
     predict = raw.get("predict")
-    if predict is not None:
-        check_keys(f"{where} [predict]", predict, {"problem", "draws", "points", "repeats"})
-        problem = _problem(f"{where} [predict]", problems, predict.get("problem", ""))
-        settings = {k: int(predict.get(k, d)) for k, d in (("draws", 1000), ("points", 10000))}
-        settings.update({k: predict[k] for k in ("repeats",) if k in predict})
-        add("predict", "predict", {"problem": predict["problem"], **problem, **settings})
+    if predict is None:
+        return []
+    check_keys(f"{where} [predict]", predict, {"problem", "draws", "points", "repeats"})
+    problem = _problem(f"{where} [predict]", problems, predict.get("problem", ""))
+    settings = {k: int(predict.get(k, d)) for k, d in (("draws", 1000), ("points", 10000))}
+    settings.update({k: predict[k] for k in ("repeats",) if k in predict})
+    return [("predict", "predict", {"problem": predict["problem"], **problem, **settings}, None)]
+
+
+def _scaling_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[scaling]``: gradient floors over data sizes at the base width and over widths at
+    the base size."""
     scaling = raw.get("scaling")
-    if scaling is not None:
-        keys = {
-            "n",
-            "width",
-            "base_n",
-            "base_width",
-            "input_dim",
-            "torch_calls",
-            "jax_calls",
-            "nuts",
-            "repeats",
-            "torch_variants",
-        }
-        check_keys(f"{where} [scaling]", scaling, keys)
-        base_n, base_width = int(scaling.get("base_n", 500)), int(scaling.get("base_width", 50))
-        grid = [(n, base_width) for n in scaling.get("n", [])]
-        grid += [(base_n, w) for w in scaling.get("width", []) if (base_n, w) not in grid]
-        settings = {
-            k: scaling[k]
-            for k in ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats", "torch_variants")
-            if k in scaling
-        }
-        _check_choices(f"{where} [scaling]", settings, "torch_variants", TORCH_VARIANTS)
-        for n, width in grid:
-            add(f"scaling-n{n}-width{width}", "scaling", {"n": n, "width": width, **settings})
+    if scaling is None:
+        return []
+    passed = ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats", "torch_variants")
+    check_keys(f"{where} [scaling]", scaling, {"n", "width", "base_n", "base_width", *passed})
+    base_n, base_width = int(scaling.get("base_n", 500)), int(scaling.get("base_width", 50))
+    grid = [(n, base_width) for n in scaling.get("n", [])]
+    grid += [(base_n, w) for w in scaling.get("width", []) if (base_n, w) not in grid]
+    settings = {k: scaling[k] for k in passed if k in scaling}
+    _check_choices(f"{where} [scaling]", settings, "torch_variants", TORCH_VARIANTS)
+    return [
+        (f"scaling-n{n}-width{width}", "scaling", {"n": n, "width": width, **settings}, None)
+        for n, width in grid
+    ]
+
+
+def _throughput_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[throughput]``: the same cells at one and two jobs, with and without a JAX cache."""
     throughput = raw.get("throughput")
-    if throughput is not None:
-        keys = ("repeats", "svi", "nuts", "caches")
-        check_keys(f"{where} [throughput]", throughput, {"cells", *keys})
-        settings = {k: throughput[k] for k in keys if k in throughput}
-        _check_choices(f"{where} [throughput]", settings, "caches", THROUGHPUT_CACHES)
-        add("throughput", "throughput", {"cells": int(throughput.get("cells", 4)), **settings})
+    if throughput is None:
+        return []
+    keys = ("repeats", "svi", "nuts", "caches")
+    check_keys(f"{where} [throughput]", throughput, {"cells", *keys})
+    settings = {k: throughput[k] for k in keys if k in throughput}
+    _check_choices(f"{where} [throughput]", settings, "caches", THROUGHPUT_CACHES)
+    params = {"cells": int(throughput.get("cells", 4)), **settings}
+    return [("throughput", "throughput", params, None)]
+
+
+def _compile_cache_probes(
+    where: str, raw: Mapping[str, Any], problems: Problems
+) -> list[ProbeEntry]:
+    """``[compile_cache]``: NumPyro fits in new processes sharing an empty JAX cache."""
     cache = raw.get("compile_cache")
-    if cache is not None:
-        loc = f"{where} [compile_cache]"
-        check_keys(loc, cache, {"problem", "methods", "repeats"})
-        problem = _problem(loc, problems, cache.get("problem", ""))
-        methods = cache.get("methods")
-        if not (isinstance(methods, Mapping) and methods):
-            raise SuiteError(
-                f"{loc}: methods must map NumPyro method names to their options, e.g. "
-                f"methods = {{ svi = {{ num_steps = 3000 }} }}; got {methods!r}"
-            )
-        for method, options in methods.items():
-            if not isinstance(options, Mapping):
-                raise SuiteError(f"{loc}: methods.{method} must be a table of options")
-            check_options(f"{loc} methods.{method}", method, "numpyro", dict(options))
-        params = {
-            "problem": cache["problem"],
-            **problem,
-            "backend": "numpyro",
-            "methods": {method: dict(options) for method, options in methods.items()},
-            **({"repeats": cache["repeats"]} if "repeats" in cache else {}),
-        }
-        add(f"compile-cache-{cache['problem']}", "compile_cache", params)
+    if cache is None:
+        return []
+    loc = f"{where} [compile_cache]"
+    check_keys(loc, cache, {"problem", "methods", "repeats"})
+    problem = _problem(loc, problems, cache.get("problem", ""))
+    methods = cache.get("methods")
+    if not (isinstance(methods, Mapping) and methods):
+        raise SuiteError(
+            f"{loc}: methods must map NumPyro method names to their options, e.g. "
+            f"methods = {{ svi = {{ num_steps = 3000 }} }}; got {methods!r}"
+        )
+    for method, options in methods.items():
+        if not isinstance(options, Mapping):
+            raise SuiteError(f"{loc}: methods.{method} must be a table of options")
+        check_options(f"{loc} methods.{method}", method, "numpyro", dict(options))
+    params = {
+        "problem": cache["problem"],
+        **problem,
+        "backend": "numpyro",
+        "methods": {method: dict(options) for method, options in methods.items()},
+        **({"repeats": cache["repeats"]} if "repeats" in cache else {}),
+    }
+    return [(f"compile-cache-{cache['problem']}", "compile_cache", params, None)]
+
+
+def _conv_section(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
+    """``[conv]``: a LeNet-5 step, Bayesian against plain, one probe per backend."""
     conv = raw.get("conv")
-    if conv is not None:
-        for backend, params in _conv_probes(f"{where} [conv]", conv).items():
-            add(f"conv-lenet5-{backend}", "conv", params)
-    if not probes:
-        raise SuiteError(f"{where}: a performance suite needs at least one probe")
-    return PerfSuite(name=name, description=str(raw.get("description", "")), probes=tuple(probes))
+    if conv is None:
+        return []
+    return [
+        (f"conv-lenet5-{backend}", "conv", params, None)
+        for backend, params in _conv_probes(f"{where} [conv]", conv).items()
+    ]
+
+
+#: A suite's probes, section by section, in the order they run.
+_SECTIONS: tuple[Callable[[str, Mapping[str, Any], Problems], list[ProbeEntry]], ...] = (
+    _floor_probes,
+    _method_probes,
+    _overhead_probes,
+    _predict_probes,
+    _scaling_probes,
+    _throughput_probes,
+    _compile_cache_probes,
+    _conv_section,
+)
 
 
 def _conv_probes(where: str, conv: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -514,21 +514,7 @@ def run_suite(
             finished, with the datasets of those cells (e.g. to render the report so far).
     """
     check_jobs(jobs)
-    if suite.kind == "perf":
-        # Probes time things: by default one at a time, each with every core to itself.
-        if dask_address:
-            raise ValueError(
-                f"{suite.name} is a performance suite: its probes time this machine, so they run "
-                "locally (drop --dask-address)"
-            )
-        if jobs is not None and jobs > 1:
-            logger.warning(
-                "%s: %d performance probes at once measure each other's load; the figures are "
-                "only comparable with --jobs 1 (the default for performance suites)",
-                suite.name,
-                jobs,
-            )
-        jobs = 1 if jobs is None else jobs
+    jobs = _probe_jobs(suite, jobs, dask_address)
     check_selection(suite.name, only, suite.selectable())  # a typo, before any folder is made
     cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
     check_cells_memory(cells, data_dir)  # what no machine here could fit, likewise
@@ -536,20 +522,7 @@ def run_suite(
     results = Path(results_dir)
     results.mkdir(parents=True, exist_ok=True)
     with hold_lock(results / LOCK_FILE, wait=wait):
-        cells_dir = results / "cells"
-        cells_dir.mkdir(parents=True, exist_ok=True)
-        for directory in (cells_dir, results / REFERENCES_DIR):
-            clean_staging(directory)
-        for entry in suite.datasets if suite.kind == "fit" else ():
-            if entry.data_file is not None:  # the rows of each split, beside the results
-                write_split_rows(results, entry.data_file)
-        if not cells and only and any(only.values()):
-            chosen = [f"{SELECTION_FLAGS[k]} {','.join(sorted(v))}" for k, v in only.items() if v]
-            logger.warning(
-                "%s: the suite has each value of %s, but no cell combines them: no cell to run",
-                suite.name,
-                " ".join(chosen),
-            )
+        cells_dir = _prepare_folder(suite, results, cells, only)
         selection = {"data_dir": data_dir, "max_splits": max_splits, "only": only}
         # seeds = "auto": the seeds an earlier run added are this run's too.
         cells.extend(stored_cells(suite, cells_dir, {c.cell_id for c in cells}, **selection))
@@ -561,38 +534,22 @@ def run_suite(
         ref_jobs = []
         if references and suite.reference is not None:
             ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
-            clean_staging(root)
-        ref_todo, ref_done = plan_references(
-            ref_jobs, root, data_dir=data_dir, retry=retry, rerun_failed=rerun_failed
-        )
-        for outcome in ref_done:
-            publish_reference(outcome, root, results)
-        summary.references.extend(ref_done)
         runs = previous_runs(results)
         write_suite_file(
             suite, results, cells, references=references, configs=configs, wall_s=None, runs=runs
         )
         logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
                     len(kept))  # fmt: skip
-        if ref_jobs:
-            logger.info("%s: %d references, %d to compute, cache %s", suite.name, len(ref_jobs),
-                        len(ref_todo), root)  # fmt: skip
+        ref_todo = _cached_references(suite.name, ref_jobs, root, results, summary,
+                                      data_dir=data_dir, retry=retry,
+                                      rerun_failed=rerun_failed)  # fmt: skip
 
         def sweep(pending_references: list[_PendingReference], todo_cells: list[Cell]) -> None:
             executor_cm, threads, in_flight = _executor(jobs, dask_address)
-            _sweep(
-                executor_cm,
-                pending_references,
-                [(cell, cells_dir / cell.cell_id) for cell in todo_cells],
-                summary,
-                root=root,
-                results=results,
-                on_progress=on_progress,
-                in_flight=in_flight,
-                data_dir=data_dir,
-                threads=threads,
-                jax_cache=jax_cache,
-            )
+            _sweep(executor_cm, pending_references,
+                   [(cell, cells_dir / cell.cell_id) for cell in todo_cells], summary, root=root,
+                   results=results, on_progress=on_progress, in_flight=in_flight,
+                   data_dir=data_dir, threads=threads, jax_cache=jax_cache)  # fmt: skip
 
         def finish(interrupted: bool) -> None:
             """Write ``suite.json`` with this run among the runs, if it produced anything."""
@@ -612,6 +569,71 @@ def run_suite(
         _in_job_order(summary, ref_jobs)
         finish(interrupted=False)
         return summary
+
+
+def _probe_jobs(suite: Suite, jobs: int | None, dask_address: str | None) -> int | None:
+    """The jobs of a sweep: a performance suite's probes time things, so by default one at a
+    time, each with every core to itself, and never on a Dask cluster."""
+    if suite.kind != "perf":
+        return jobs
+    if dask_address:
+        raise ValueError(
+            f"{suite.name} is a performance suite: its probes time this machine, so they run "
+            "locally (drop --dask-address)"
+        )
+    if jobs is not None and jobs > 1:
+        logger.warning(
+            "%s: %d performance probes at once measure each other's load; the figures are "
+            "only comparable with --jobs 1 (the default for performance suites)",
+            suite.name,
+            jobs,
+        )
+    return 1 if jobs is None else jobs
+
+
+def _prepare_folder(
+    suite: Suite, results: Path, cells: list[Cell], only: dict[str, set[str]] | None
+) -> Path:
+    """The results folder made ready under its lock: ``cells/``, staging left by a run that
+    ended abruptly cleaned away, each data file's split rows written beside the results; a
+    warning where the selection combines no cell. Returns ``cells/``."""
+    cells_dir = results / "cells"
+    cells_dir.mkdir(parents=True, exist_ok=True)
+    for directory in (cells_dir, results / REFERENCES_DIR):
+        clean_staging(directory)
+    for entry in suite.datasets if suite.kind == "fit" else ():
+        if entry.data_file is not None:  # the rows of each split, beside the results
+            write_split_rows(results, entry.data_file)
+    if not cells and only and any(only.values()):
+        chosen = [f"{SELECTION_FLAGS[k]} {','.join(sorted(v))}" for k, v in only.items() if v]
+        logger.warning(
+            "%s: the suite has each value of %s, but no cell combines them: no cell to run",
+            suite.name,
+            " ".join(chosen),
+        )
+    return cells_dir
+
+
+def _cached_references(
+    suite_name: str,
+    ref_jobs: list[ReferenceJob],
+    root: Path,
+    results: Path,
+    summary: SweepSummary,
+    **planning: Any,
+) -> list[_PendingReference]:
+    """The references to compute; those cached (or skipped) are published into the results
+    folder and counted in ``summary`` (``planning``: :func:`plan_references`'s keywords)."""
+    if not ref_jobs:
+        return []
+    clean_staging(root)
+    ref_todo, ref_done = plan_references(ref_jobs, root, **planning)
+    for outcome in ref_done:
+        publish_reference(outcome, root, results)
+    summary.references.extend(ref_done)
+    logger.info("%s: %d references, %d to compute, cache %s", suite_name, len(ref_jobs),
+                len(ref_todo), root)  # fmt: skip
+    return ref_todo
 
 
 def _auto_rounds(

@@ -125,12 +125,12 @@ def check_indices(
 
 
 def check_model(
-    where: str, model: Any, *, image: tuple[tuple[int, ...], int] | None = None
+    where: str, model: Any, *, image: tuple[tuple[int, ...], int | None] | None = None
 ) -> dict[str, Any]:
     """``model`` (a ``[model]`` table or an override): known keys whose values build a model
     spec, checked by :meth:`ppl_bnn.model.spec.BNNSpec.mlp` itself on a 1-D input, or, with
     ``layers``, by :class:`~ppl_bnn.model.spec.BNNSpec` on ``image`` (one example's shape and the
-    class count) where that is known, else layer by layer."""
+    class count, None for regression) where that is known, else layer by layer."""
     if not isinstance(model, Mapping):
         raise SuiteError(f"{where}: must be a table of model settings, got {model!r}")
     check_keys(where, model, MODEL_KEYS)
@@ -170,7 +170,7 @@ def check_model(
 
 
 def _check_layers(
-    where: str, model: Mapping[str, Any], image: tuple[tuple[int, ...], int] | None
+    where: str, model: Mapping[str, Any], image: tuple[tuple[int, ...], int | None] | None
 ) -> dict[str, Any]:
     """A model given by ``layers``: no MLP shorthand beside it, every layer table valid and, on
     a known image shape, the whole network."""
@@ -196,14 +196,15 @@ def _check_layers(
             ) from err
     if image is not None:
         shape, classes = image
-        data = SimpleNamespace(task="classification", num_classes=classes)
+        task = "regression" if classes is None else "classification"
+        data = SimpleNamespace(task=task, num_classes=classes)
         try:
             kwargs = model_arguments(model, data)
             BNNSpec(
                 input_shape=shape,
                 layers=tuple(kwargs["layers"]),
                 priors=kwargs.get("prior", BNNSpec.priors),
-                likelihood="categorical",
+                likelihood=kwargs["likelihood"],
                 num_classes=classes,
             )
         except (TypeError, ValueError) as err:

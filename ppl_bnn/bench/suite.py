@@ -501,11 +501,17 @@ def load_suite(name_or_path: str | Path) -> Suite | PerfSuite:
 
 
 def parse_suite(
-    raw: Mapping[str, Any], *, where: str = "suite", base_dir: str | Path | None = None
+    raw: Mapping[str, Any],
+    *,
+    where: str = "suite",
+    base_dir: str | Path | None = None,
+    data_files: Mapping[str, DataFile] | None = None,
 ) -> Suite:
     """Validate a suite given as a mapping (the parsed TOML): every value is checked here, before
     any cell runs, so that no worker fails on a value the suite file got wrong. A data file's
-    relative ``path`` is read from ``base_dir`` (default: the working directory)."""
+    relative ``path`` is read from ``base_dir`` (default: the working directory);
+    ``data_files`` are data made in memory (:func:`~ppl_bnn.bench.data_files.arrays_data_file`),
+    by the name of the ``[[datasets]]`` table that uses each, which gives no ``path``."""
     check_keys(where, raw, _SUITE_KEYS)
     for key in ("name", "datasets", "methods"):
         if key not in raw:
@@ -524,9 +530,8 @@ def parse_suite(
         raise SuiteError(f"{where}: datasets must be a list of [[datasets]] tables")
     datasets: list[DatasetEntry] = []
     for i, table in enumerate(raw["datasets"]):
-        entry = _parse_dataset(
-            f"{where} [[datasets]] #{i + 1}", table, model, methods, Path(base_dir or ".")
-        )
+        loc = f"{where} [[datasets]] #{i + 1}"
+        entry = _parse_dataset(loc, table, model, methods, Path(base_dir or "."), data_files or {})
         if any(d.label == entry.label for d in datasets):
             what = "" if entry.variant is None else f" with variant {entry.variant!r}"
             raise SuiteError(
@@ -603,18 +608,25 @@ def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = Fa
 
 
 def _parse_dataset(
-    loc: str, table: Any, model: Mapping[str, Any], methods: Mapping[str, Any], base_dir: Path
+    loc: str,
+    table: Any,
+    model: Mapping[str, Any],
+    methods: Mapping[str, Any],
+    base_dir: Path,
+    data_files: Mapping[str, DataFile],
 ) -> DatasetEntry:
     """One ``[[datasets]]`` table, its split indices checked against the dataset's splits where
     they are known without a data directory (the rest in :meth:`Suite.cells`); a data file is
-    read and checked here."""
+    read and checked here, unless it was made in memory (``data_files``)."""
     if not isinstance(table, Mapping):
         raise SuiteError(f"{loc}: must be a table, got {table!r}")
     check_keys(loc, table, _DATASET_KEYS)
     if "name" not in table:
         raise SuiteError(f"{loc}: missing 'name'")
     name = table["name"]
-    data_file = parse_data_file(loc, table, base_dir) if "path" in table else None
+    data_file = data_files.get(name)
+    if "path" in table:
+        data_file = parse_data_file(loc, table, base_dir)
     if data_file is None and (given := sorted(set(FILE_KEYS) & set(table))):
         raise SuiteError(f'{loc}: {given} describe a data file, which needs path = "..."')
     if data_file is None and name not in dataset_names():
@@ -629,16 +641,7 @@ def _parse_dataset(
             f"cell ids), got {variant!r}"
         )
     image = table.get("image", False)
-    if not isinstance(image, bool):
-        raise SuiteError(f"{loc}: image must be true or false, got {image!r}")
-    if image and name not in IMAGE_SHAPES:
-        raise SuiteError(
-            f"{loc}: image = true needs an image set ({', '.join(IMAGE_SHAPES)}), got {name!r}"
-        )
-    override = check_model(f"{loc} model", table.get("model", {}))
-    merged = merge_model(model, override)
-    _check_inputs(loc, merged, image)
-    check_model(f"{loc} model (with [model])", merged, image=IMAGE_SHAPES[name] if image else None)
+    override = _dataset_model(loc, table, model, image, _image_shape(name, data_file))
     splits = table.get("splits", [0])
     if data_file is not None:
         splits = list(range(data_file.splits))
@@ -681,6 +684,42 @@ def _parse_dataset(
         data_file=data_file,
         **limits,
     )
+
+
+def _dataset_model(
+    loc: str,
+    table: Mapping[str, Any],
+    model: Mapping[str, Any],
+    image: Any,
+    shape: tuple[tuple[int, ...], int | None] | None,
+) -> dict[str, Any]:
+    """A dataset's ``model`` override, checked alone and merged with the suite's ``[model]``
+    on the dataset's inputs: images (``image = true``, of one example's ``shape`` and class
+    count) or flat rows."""
+    if not isinstance(image, bool):
+        raise SuiteError(f"{loc}: image must be true or false, got {image!r}")
+    if image and shape is None:
+        raise SuiteError(
+            f"{loc}: image = true needs an image set ({', '.join(IMAGE_SHAPES)}) or images of "
+            f"your own, got {table['name']!r}"
+        )
+    override = check_model(f"{loc} model", table.get("model", {}))
+    merged = merge_model(model, override)
+    _check_inputs(loc, merged, image)
+    check_model(f"{loc} model (with [model])", merged, image=shape if image else None)
+    return override
+
+
+def _image_shape(
+    name: str, data_file: DataFile | None
+) -> tuple[tuple[int, ...], int | None] | None:
+    """One example's shape and the class count (None for regression) where the dataset holds
+    images, else None."""
+    if data_file is None:
+        return IMAGE_SHAPES.get(name)
+    if data_file.image_shape is None:
+        return None
+    return data_file.image_shape, None if data_file.classes is None else len(data_file.classes)
 
 
 def _check_inputs(loc: str, model: Mapping[str, Any], image: bool) -> None:

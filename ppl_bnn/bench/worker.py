@@ -155,16 +155,27 @@ def run(
     except Exception as err:  # every failure is recorded, never raised
         logger.exception("cell %s failed", cell.cell_id)
         record.update(status="failed", error=_error(err))
-    record["timings"]["cell_wall"] = now() - start
-    # The cell's time outside fit: loading data, evaluating, writing its files.
-    record["timings"]["overhead"] = record["timings"]["cell_wall"] - fitting
+    _finish_record(record, now() - start, fitting, compiles, warnings)
+    write_record(out_dir, record)
+    return record
+
+
+def _finish_record(
+    record: dict[str, Any],
+    wall: float,
+    fitting: float,
+    compiles: Any,
+    warnings: list[str] | None,
+) -> None:
+    """A cell's record completed: its wall time, its time outside fit (loading data,
+    evaluating, writing its files), its compilations and its logged warnings."""
+    record["timings"]["cell_wall"] = wall
+    record["timings"]["overhead"] = wall - fitting
     if compiles is not None:  # this cell's, not the worker's since it started
         record["compilation"] = compile_counter().counts_since(compiles)
     if warnings:
         record["warnings"] = list(warnings)
     record["finished_at"] = timestamp()
-    write_record(out_dir, record)
-    return record
 
 
 def _fit(

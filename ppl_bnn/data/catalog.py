@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -109,12 +110,14 @@ def load_dataset(
         max_test: keep a random subset of at most this many test points (and OOD inputs).
         seed: seeds the subsets, together with ``split`` via ``SeedSequence((seed, split))``. It
             does not change the data of a split.
-        image: image sets (``digits``, ``mnist``, ``fashion-mnist``) only: inputs as images
-            (N, H, W, 1), e.g. (N, 28, 28, 1), for convolutional networks, instead of flat rows.
+        image: image sets (``digits``, ``mnist``, ``fashion-mnist``, or a ``file`` with an
+            ``image_shape``) only: inputs as images (N, H, W, C), e.g. (N, 28, 28, 1), for
+            convolutional networks, instead of flat rows.
         file: a data file instead of a named set (``name`` is then only its label): the
             keywords of :func:`~ppl_bnn.data.splits.load_file_split` (``path``, ``target``,
             ``features``, ``task``, ``test_fraction`` or ``test_path``), and optionally the
-            ``sha256`` (and ``test_sha256``) the files must still have.
+            ``sha256`` (and ``test_sha256``) the files must still have and an ``image_shape``
+            (H, W, C) of its rows, which ``image=True`` then loads as images.
 
     Returns:
         The :class:`Dataset`.
@@ -152,9 +155,12 @@ def load_dataset(
 
 
 def _file_split(name: str, split: int, file: Mapping[str, Any]) -> RawData:
-    """Split ``split`` of a data file, checked to have the content the caller read it with."""
-    kept = {k: v for k, v in file.items() if k not in ("sha256", "test_sha256")}
+    """Split ``split`` of a data file, checked to have the content the caller read it with; an
+    ``image_shape`` (H, W, C) says that its rows are images of that shape, row-major."""
+    kept = {k: v for k, v in file.items() if k not in ("sha256", "test_sha256", "image_shape")}
     raw, info = load_file_split(split=split, name=name, **kept)
+    if file.get("image_shape") is not None:
+        raw = replace(raw, image_shape=tuple(int(n) for n in file["image_shape"]))
     for key in ("sha256", "test_sha256"):
         if file.get(key) is not None and file[key] != info.get(key):
             which = file["test_path"] if key == "test_sha256" else file["path"]

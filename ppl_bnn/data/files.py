@@ -370,19 +370,7 @@ def _read(
     """:func:`read_table`."""
     path = str(path)
     suffix = _suffix(path)
-    if task is not None and task not in TASKS:
-        raise DataFileError(
-            f"{path}: task must be one of {', '.join(repr(t) for t in TASKS)}, got {task!r}"
-        )
-    if classes is not None:
-        if task == "regression":
-            raise DataFileError(f"{path}: classes are given, but the task is 'regression'")
-        classes = tuple(str(c) for c in classes)
-        if len(set(classes)) != len(classes) or not classes:
-            raise DataFileError(
-                f"{path}: classes must be distinct and not empty: {_listing(classes)}"
-            )
-        task = "classification"
+    task, classes = _task_and_classes(path, task, classes)
     if not os.path.isfile(path):
         raise DataFileError(f"{path}: no such file")
     if suffix == ".npz":
@@ -402,8 +390,55 @@ def _read(
             f"the columns are {_listing(columns, 4 * _LISTED)}"
         )
     _columns(path, frame, [target], "target")
+    used = _feature_columns(path, frame, target, features)
+    if len(frame) == 0:
+        raise DataFileError(f"{path}: the file has no rows")
+    if len(frame) < 2:
+        raise DataFileError(f"{path}: the file has only 1 row; at least 2 are needed")
+
+    for column in (*used, target):
+        _refuse_kind(path, frame, column)
+    x = np.column_stack([_numeric(path, frame, c) for c in used])
+    if task is None:
+        task = infer_task(frame[target].dtype)
+        log.info("%s: task %s, inferred from the %s dtype of target %r",
+                 path, task, frame[target].dtype, target)  # fmt: skip
+    if task == "regression":
+        y = _numeric(path, frame, target)
+        if np.ptp(y) == 0:
+            raise DataFileError(
+                f"{path}: constant target: column {target!r} is {y[0]:g} in every row"
+            )
+        return Table(x, y, task, used, target, None, path, sha256, columns)
+    y, classes = _class_indices(path, frame, target, classes)
+    return Table(x, y, task, used, target, classes, path, sha256, columns)
+
+
+def _task_and_classes(
+    path: str, task: str | None, classes: Sequence[str] | None
+) -> tuple[str | None, tuple[str, ...] | None]:
+    """The task and classes asked for, checked: given classes make it a classification."""
+    if task is not None and task not in TASKS:
+        raise DataFileError(
+            f"{path}: task must be one of {', '.join(repr(t) for t in TASKS)}, got {task!r}"
+        )
+    if classes is None:
+        return task, None
+    if task == "regression":
+        raise DataFileError(f"{path}: classes are given, but the task is 'regression'")
+    given = tuple(str(c) for c in classes)
+    if len(set(given)) != len(given) or not given:
+        raise DataFileError(f"{path}: classes must be distinct and not empty: {_listing(given)}")
+    return "classification", given
+
+
+def _feature_columns(
+    path: str, frame: pd.DataFrame, target: str, features: Sequence[str] | None
+) -> tuple[str, ...]:
+    """The feature columns: those given (each present, none the target, none twice), else
+    every column but the target; at least one."""
     if features is None:
-        used = tuple(c for c in columns if c != target)
+        used = tuple(c for c in frame.columns if c != target)
     elif isinstance(features, str):
         raise DataFileError(f"{path}: features must be a list of column names, got {features!r}")
     else:
@@ -415,31 +450,14 @@ def _read(
             raise DataFileError(f"{path}: repeated feature columns: {', '.join(used)}")
     if not used:
         raise DataFileError(f"{path}: no feature columns besides the target {target!r}")
-    if len(frame) == 0:
-        raise DataFileError(f"{path}: the file has no rows")
-    if len(frame) < 2:
-        raise DataFileError(f"{path}: the file has only 1 row; at least 2 are needed")
+    return used
 
-    for column in (*used, target):
-        _refuse_kind(path, frame, column)
-    x = np.column_stack([_numeric(path, frame, c) for c in used])
-    if task is None:
-        task = infer_task(frame[target].dtype)
-        log.info(
-            "%s: task %s, inferred from the %s dtype of target %r",
-            path,
-            task,
-            frame[target].dtype,
-            target,
-        )
-    if task == "regression":
-        y = _numeric(path, frame, target)
-        if np.ptp(y) == 0:
-            raise DataFileError(
-                f"{path}: constant target: column {target!r} is {y[0]:g} in every row"
-            )
-        return Table(x, y, task, used, target, None, path, sha256, columns)
 
+def _class_indices(
+    path: str, frame: pd.DataFrame, target: str, classes: tuple[str, ...] | None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The target's labels as class indices, and the classes: those given, else the distinct
+    labels in sorted order (at least 2, not too many for the rows, logged)."""
     labels = _labels(path, frame, target)
     names = [label_text(v) for v in labels]
     if classes is None:
@@ -452,14 +470,8 @@ def _read(
         _check_class_count(path, target, len(classes), labels)
         shown = ", ".join(f"{k}={c!r}" for k, c in enumerate(classes[:_LISTED]))
         more = len(classes) - _LISTED
-        log.info(
-            "%s: %d classes of %r: %s%s",
-            path,
-            len(classes),
-            target,
-            shown,
-            f", ... and {more} more" if more > 0 else "",
-        )
+        log.info("%s: %d classes of %r: %s%s", path, len(classes), target, shown,
+                 f", ... and {more} more" if more > 0 else "")  # fmt: skip
     index = {c: k for k, c in enumerate(classes)}
     for i, name in enumerate(names):
         if name not in index:
@@ -467,8 +479,7 @@ def _read(
                 f"{path}: column {target!r}, row {i + 1}: label {name!r} is not one of the "
                 f"classes {_listing(classes)}"
             )
-    y = np.array([index[n] for n in names], dtype=np.int64)
-    return Table(x, y, task, used, target, tuple(classes), path, sha256, columns)
+    return np.array([index[n] for n in names], dtype=np.int64), classes
 
 
 def read_table(

@@ -156,27 +156,44 @@ def load_file_splits(
     """:func:`load_file_split` of each of ``splits``, the files read once."""
     path = str(path)
     _check_split_arguments(path, test_fraction, test_path, splits, seed)
-    table = read_table(path, target=target, features=features, task=task, classes=classes)
-    test = None
-    if test_path is not None:
-        test_path = str(test_path)
-        test = read_table(
-            test_path,
-            target=table.target,
-            features=table.features,
-            task=table.task,
-            classes=table.classes,
-        )
-        if features is None and set(test.columns) != set(table.columns):
-            extra = sorted(set(test.columns) - set(table.columns))
-            absent = sorted(set(table.columns) - set(test.columns))
-            raise DataFileError(
-                f"{test_path}: its columns differ from those of the training file {path}: "
-                f"extra {extra}, missing {absent}"
-            )
+    table, test = read_tables(
+        path, target=target, features=features, task=task, classes=classes, test_path=test_path
+    )
     return split_table(
         table, test, test_fraction=test_fraction, splits=splits, seed=seed, name=name
     )
+
+
+def read_tables(
+    path: str | os.PathLike[str],
+    *,
+    target: str | None = None,
+    features: Sequence[str] | None = None,
+    task: str | None = None,
+    classes: Sequence[str] | None = None,
+    test_path: str | os.PathLike[str] | None = None,
+) -> tuple[Table, Table | None]:
+    """A data file (:func:`read_table`) and its test file, if one is given, read with the
+    training file's target, features, task and classes; without ``features`` the two files
+    must have the same columns (:class:`DataFileError` naming the difference)."""
+    table = read_table(path, target=target, features=features, task=task, classes=classes)
+    if test_path is None:
+        return table, None
+    test = read_table(
+        str(test_path),
+        target=table.target,
+        features=table.features,
+        task=table.task,
+        classes=table.classes,
+    )
+    if features is None and set(test.columns) != set(table.columns):
+        extra = sorted(set(test.columns) - set(table.columns))
+        absent = sorted(set(table.columns) - set(test.columns))
+        raise DataFileError(
+            f"{test_path}: its columns differ from those of the training file {path}: "
+            f"extra {extra}, missing {absent}"
+        )
+    return table, test
 
 
 def _check_split_arguments(

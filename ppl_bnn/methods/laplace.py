@@ -237,22 +237,54 @@ def run(name: str, target: Target, options: LaplaceOptions, seed: int) -> RunOut
         numpy_generator(seed, f"{name}_draws"),
         options.num_draws,
     )
-    weights = curv.layout.unflatten(z)
-    draws = {}
-    for site in spec.sites():
-        if site.name in weights:
-            values = weights[site.name]
-        elif site.name == PRECISION_SITE:
-            values = np.full((options.num_draws,), tuned.noise_std**-2)
-        else:
-            values = np.broadcast_to(at_mode[site.name], (options.num_draws, *site.shape))
-        draws[site.name] = np.asarray(values, dtype=np.float32)[None]
+    draws = _draws(spec, curv.layout.unflatten(z), at_mode, tuned.noise_std, options.num_draws)
     drawn = now()
     linearised_at = None
     if options.predictive_kind == "glm":  # the network at the mode, the noise precision as drawn
         linearised_at = {k: np.asarray(v, dtype=np.float32) for k, v in at_mode.items()}
         if PRECISION_SITE in linearised_at:
             linearised_at[PRECISION_SITE] = draws[PRECISION_SITE][0, 0]
+    summary = _summary(spec, options, tuned, noise_std)
+    if not tuned.converged:
+        logger.warning("%s: the marginal likelihood's optimiser did not report convergence", name)
+    timings = {
+        "compile": mode.timings["compile"],
+        "warmup": mode.timings["warmup"] + (fitted - start),
+        "sampling": mode.timings.get("sampling", 0.0) + (drawn - fitted),
+    }
+    info = {**mode.info, "laplace": summary}
+    info.pop("guide", None)
+    return RunOutput(
+        draws=draws, timings=timings, losses=mode.losses, info=info, linearised_at=linearised_at
+    )
+
+
+def _draws(
+    spec: BNNSpec,
+    weights: dict[str, np.ndarray],
+    at_mode: dict[str, Any],
+    noise_std: float | None,
+    num_draws: int,
+) -> dict[str, np.ndarray]:
+    """Every site's draws, one chain: the Gaussian's ``weights`` where it covers the site, the
+    noise precision its tuned value, and the other sites at the mode."""
+    draws = {}
+    for site in spec.sites():
+        if site.name in weights:
+            values = weights[site.name]
+        elif site.name == PRECISION_SITE:
+            values = np.full((num_draws,), noise_std**-2)
+        else:
+            values = np.broadcast_to(at_mode[site.name], (num_draws, *site.shape))
+        draws[site.name] = np.asarray(values, dtype=np.float32)[None]
+    return draws
+
+
+def _summary(
+    spec: BNNSpec, options: LaplaceOptions, tuned: ggn.Tuned, map_noise_std: float | None
+) -> dict[str, Any]:
+    """``info["laplace"]``: the Hessian, the structure, the prior precision and the noise as
+    tuned, the log marginal likelihood and whether its optimiser converged."""
     delta = tuned.prior_precision
     summary: dict[str, Any] = {
         "hessian": "ggn",
@@ -266,22 +298,11 @@ def run(name: str, target: Target, options: LaplaceOptions, seed: int) -> RunOut
         ],
         "converged": tuned.converged,
     }
-    if noise_std is not None:
+    if map_noise_std is not None:
         summary["noise_std"] = tuned.noise_std
     if spec.learned_noise:
-        summary["map_noise_std"] = noise_std
-    if not tuned.converged:
-        logger.warning("%s: the marginal likelihood's optimiser did not report convergence", name)
-    timings = {
-        "compile": mode.timings["compile"],
-        "warmup": mode.timings["warmup"] + (fitted - start),
-        "sampling": mode.timings.get("sampling", 0.0) + (drawn - fitted),
-    }
-    info = {**mode.info, "laplace": summary}
-    info.pop("guide", None)
-    return RunOutput(
-        draws=draws, timings=timings, losses=mode.losses, info=info, linearised_at=linearised_at
-    )
+        summary["map_noise_std"] = map_noise_std
+    return summary
 
 
 METHOD = Method(

@@ -85,17 +85,31 @@ def floors(frame: pd.DataFrame, problem: str) -> dict[str, float]:
 
 def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, float, str]]:
     """``(what, ratio, how it is formed)`` for the ratios the report quotes."""
+    return [
+        *_sampler_ratios(frame, problem),
+        *_optimiser_ratios(frame, problem),
+        *_overhead_ratios(frame, problem),
+        *_throughput_ratios(frame),
+        *compile_cache_ratios(frame),
+    ]
+
+
+def _per(
+    frame: pd.DataFrame, problem: str, method: str, backend: str, variant: str,
+    quantity: str = "grad_s",
+) -> float:  # fmt: skip
+    """The median ``quantity`` of one (method, backend, variant) on ``problem``."""
+    return _value(frame, quantity, problem=problem, method=method, backend=backend, variant=variant)
+
+
+def _sampler_ratios(frame: pd.DataFrame, problem: str) -> list[tuple[str, float, str]]:
+    """NUTS: Pyro's paths against the compiled potential, the floors and NumPyro."""
     f = floors(frame, problem)
-
-    def method(method: str, backend: str, variant: str, quantity: str = "grad_s") -> float:
-        return _value(
-            frame, quantity, problem=problem, method=method, backend=backend, variant=variant
-        )
-
-    pyro_nuts = {v: method("nuts", "pyro", v) for v in ("compiled", "pyro_jit", "pyro")}
-    numpyro_nuts = method("nuts", "numpyro", "default")
-    pyro_svi = {v: method("svi", "pyro", v, "step_s") for v in ("fused", "jit", "eager")}
-    out = [
+    pyro_nuts = {
+        v: _per(frame, problem, "nuts", "pyro", v) for v in ("compiled", "pyro_jit", "pyro")
+    }
+    numpyro_nuts = _per(frame, problem, "nuts", "numpyro", "default")
+    return [
         (
             "Pyro NUTS per gradient, Pyro's default path / compiled flat potential",
             _ratio(pyro_nuts["pyro"], pyro_nuts["compiled"]),
@@ -130,11 +144,20 @@ def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, floa
         (
             "Pyro NUTS (compiled) / NumPyro NUTS, per effective sample",
             _ratio(
-                method("nuts", "pyro", "compiled", "s_per_ess"),
-                method("nuts", "numpyro", "default", "s_per_ess"),
+                _per(frame, problem, "nuts", "pyro", "compiled", "s_per_ess"),
+                _per(frame, problem, "nuts", "numpyro", "default", "s_per_ess"),
             ),
             "cost ratio",
         ),
+    ]
+
+
+def _optimiser_ratios(frame: pd.DataFrame, problem: str) -> list[tuple[str, float, str]]:
+    """Pyro's SVI paths against the fused step, and Pyro against NumPyro for SVI and SGLD."""
+    pyro_svi = {
+        v: _per(frame, problem, "svi", "pyro", v, "step_s") for v in ("fused", "jit", "eager")
+    }
+    return [
         (
             "Pyro SVI per step, Pyro's default (Trace_ELBO, SVI.step) / fused "
             "(JitTrace_ELBO, one Adam)",
@@ -148,18 +171,23 @@ def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, floa
         ),
         (
             "Pyro SVI (fused) / NumPyro SVI, per step",
-            _ratio(pyro_svi["fused"], method("svi", "numpyro", "default", "step_s")),
+            _ratio(pyro_svi["fused"], _per(frame, problem, "svi", "numpyro", "default", "step_s")),
             "cost ratio",
         ),
         (
             "Pyro SGLD / NumPyro SGLD, per step",
             _ratio(
-                method("sgld", "pyro", "default", "step_s"),
-                method("sgld", "numpyro", "default", "step_s"),
+                _per(frame, problem, "sgld", "pyro", "default", "step_s"),
+                _per(frame, problem, "sgld", "numpyro", "default", "step_s"),
             ),
             "cost ratio",
         ),
     ]
+
+
+def _overhead_ratios(frame: pd.DataFrame, problem: str) -> list[tuple[str, float, str]]:
+    """``fit`` against NumPyro called directly, for NUTS and SVI."""
+    out = []
     for algorithm in ("nuts", "svi"):
         fit_s = _value(frame, "call_s", "min", problem=problem, method=algorithm, variant="fit")
         direct = _value(frame, "call_s", "min", problem=problem, method=algorithm, variant="direct")
@@ -170,6 +198,13 @@ def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, floa
                 "target <= 1.1",
             )
         )
+    return out
+
+
+def _throughput_ratios(frame: pd.DataFrame) -> list[tuple[str, float, str]]:
+    """Cells at once: the sweep's throughput and a cell's slow-down, with and without a JAX
+    cache."""
+    out = []
     for cache, what in (
         ("warm", "JAX cache filled beforehand, as the bench runs"),
         ("none", "no JAX cache: every NumPyro cell compiles"),
@@ -192,7 +227,7 @@ def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, floa
                 "slow-down of a cell that shares the cores",
             )
         )
-    return out + compile_cache_ratios(frame)
+    return out
 
 
 def compile_cache_ratios(frame: pd.DataFrame) -> list[tuple[str, float, str]]:
@@ -539,19 +574,44 @@ def scaling_figure(frame: pd.DataFrame) -> Figure | None:
 def build_perf_document(results: SuiteResults) -> Document:
     """The performance report for a suite of probes."""
     frame = rows_frame(r for r in results.records if r.get("status") == "ok")
-    suite = results.suite
     problem = "sine"
+    sections = [_overview_section(results)]
+    if frame.empty:
+        return Document(f"ppl_bnn performance: {results.name}", "", sections)
+    for section in (
+        _headline_section(frame, problem),
+        _cost_section(frame),
+        _maybe_section("Floors", "floors", floors_table(frame, problem)),
+        *(_maybe_section(*extra) for extra in _extra_tables(frame)),
+        _scaling_section(frame),
+        environment_section(results),
+    ):
+        if section is not None:
+            sections.append(section)
+    return Document(
+        f"ppl_bnn performance: {results.name}",
+        "All figures from one run of the suite.",
+        sections,
+        progress=results.progress,
+    )
+
+
+def _maybe_section(title: str, anchor: str, block: Any) -> Section | None:
+    """A section of one block, or None where there is nothing to show."""
+    return None if block is None else Section(title, anchor, [block])
+
+
+def _overview_section(results: SuiteResults) -> Section:
+    """The suite's description, its probes by status and wall time, and each failure."""
+    suite = results.suite
     overview = Section("Overview", "overview", [Paragraph.of(suite.get("description", ""))])
     statuses = pd.Series([r.get("status") for r in results.records]).value_counts()
+    wall = f"; suite wall time {fmt.number(suite['wall_s'])} s." if suite.get("wall_s") else "."
     overview.blocks.append(
         Paragraph.of(
             f"{len(results.records)} probes: "
             + ", ".join(f"{n} {s}" for s, n in statuses.items())
-            + (
-                f"; suite wall time {fmt.number(suite['wall_s'])} s."
-                if suite.get("wall_s")
-                else "."
-            )
+            + wall
         )
     )
     for record in results.records:
@@ -563,32 +623,37 @@ def build_perf_document(results: SuiteResults) -> Document:
                     err.get("traceback") or "",
                 )
             )
-    sections = [overview]
-    if frame.empty:
-        return Document(f"ppl_bnn performance: {results.name}", "", sections)
+    return overview
+
+
+def _headline_section(frame: pd.DataFrame, problem: str) -> Section | None:
+    """The headline ratios measured in this run, where any is finite."""
     ratios = [
         (what, value, how) for what, value, how in headline(frame, problem) if math.isfinite(value)
     ]
-    if ratios:
-        sections.append(
-            Section(
-                "Headline ratios",
-                "headline",
-                [
-                    Paragraph.of(
-                        f"Measured in this run on the {problem} problem; each ratio divides "
-                        "two rows of the tables below."
-                    ),
-                    Table(
-                        ("ratio", "value", "meaning"),
-                        tuple((w, fmt.ratio(v), h) for w, v, h in ratios),
-                        "",
-                        (),
-                        (False, True, False),
-                    ),
-                ],
-            )
-        )
+    if not ratios:
+        return None
+    return Section(
+        "Headline ratios",
+        "headline",
+        [
+            Paragraph.of(
+                f"Measured in this run on the {problem} problem; each ratio divides "
+                "two rows of the tables below."
+            ),
+            Table(
+                ("ratio", "value", "meaning"),
+                tuple((w, fmt.ratio(v), h) for w, v, h in ratios),
+                "",
+                (),
+                (False, True, False),
+            ),
+        ],
+    )
+
+
+def _cost_section(frame: pd.DataFrame) -> Section:
+    """Cost per method and backend: the table, the figure and Pyro's reduced budgets."""
     cost = Section("Cost per method and backend", "methods")
     for block in (methods_table(frame), cost_figure(frame)):
         if block is not None:
@@ -602,11 +667,12 @@ def build_perf_document(results: SuiteResults) -> Document:
             )
         )
         cost.blocks.append(BulletList(tuple((n,) for n in notes)))
-    sections.append(cost)
-    floor_table = floors_table(frame, problem)
-    if floor_table is not None:
-        sections.append(Section("Floors", "floors", [floor_table]))
-    extra = [
+    return cost
+
+
+def _extra_tables(frame: pd.DataFrame) -> list[tuple[str, str, Table | None]]:
+    """The sections of one table each: title, anchor and table (None where not measured)."""
+    return [
         (
             "Overhead of fit",
             "overhead",
@@ -662,11 +728,12 @@ def build_perf_document(results: SuiteResults) -> Document:
                 probes="compile-cache-",
             ),
         ),
+        ("LeNet-5: Bayesian step against a plain step", "conv", conv_table(frame)),
     ]
-    extra.append(("LeNet-5: Bayesian step against a plain step", "conv", conv_table(frame)))
-    for title, anchor, table in extra:
-        if table is not None:
-            sections.append(Section(title, anchor, [table]))
+
+
+def _scaling_section(frame: pd.DataFrame) -> Section | None:
+    """Growth with data size and width: the figure and the gradient floors."""
     scaling = Section("Growth with data size and width", "scaling")
     for block in (
         scaling_figure(frame),
@@ -686,14 +753,4 @@ def build_perf_document(results: SuiteResults) -> Document:
     ):
         if block is not None:
             scaling.blocks.append(block)
-    if scaling.blocks:
-        sections.append(scaling)
-    environment = environment_section(results)
-    if environment is not None:
-        sections.append(environment)
-    return Document(
-        f"ppl_bnn performance: {results.name}",
-        "All figures from one run of the suite.",
-        sections,
-        progress=results.progress,
-    )
+    return scaling if scaling.blocks else None

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppl_bnn.bench.data_files import DATA_DIR, write_split_rows
+from ppl_bnn.bench.data_files import DATA_DIR, arrays_data_file, write_split_rows
 from ppl_bnn.bench.suite import SuiteError, load_suite, parse_suite
 from ppl_bnn.data import load_dataset
 
@@ -162,3 +162,49 @@ def test_bad_data_file_tables_are_refused(tmp_path: Path, dataset: dict, match: 
         dataset["test_path"] = str(tmp_path / dataset["test_path"])
     with pytest.raises(SuiteError, match=match):
         parse_suite(_raw(dataset))
+
+
+@pytest.mark.parametrize("labels", [False, True])
+@pytest.mark.parametrize("held_out", [False, True])
+def test_data_made_in_memory_is_the_data_file_read_from_its_bytes(
+    tmp_path: Path, labels: bool, held_out: bool
+) -> None:
+    """``compare``'s data, made in memory, is the data file a suite would read from the bytes
+    it writes: its cells keep their config hash, and the loader reads back the arrays."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(30, 3)).astype(np.float32)
+    y = np.arange(30) % 3 if labels else (x[:, 0] - x[:, 1]).astype(np.float32)
+    arrays = {"x": x, "y": y, "names": np.array(["a", "b", "c"])}
+    test = {**arrays, "x": x[:6], "y": y[:6]} if held_out else None
+    path = tmp_path / "data" / "mine.npz"
+    made, files = arrays_data_file(
+        "mine", path, arrays, test, num_classes=3 if labels else None,
+        test_fraction=None if held_out else 0.2, splits=1 if held_out else 2,
+    )  # fmt: skip
+    for where, data in files.items():
+        where.parent.mkdir(exist_ok=True)
+        where.write_bytes(data)
+    dataset = {"name": "mine", "path": str(path), "target": "y"}
+    if labels:
+        dataset.update(task="classification", classes=["0", "1", "2"])
+    if held_out:
+        dataset["test_path"] = str(tmp_path / "data" / "mine-test.npz")
+    else:
+        dataset.update(test_fraction=0.2, splits=2)
+    (entry,) = parse_suite(_raw(dataset)).datasets
+    assert made == entry.data_file
+    loaded = load_dataset("mine", split=made.splits - 1, **{"file": made.loader_keywords()})
+    assert loaded.x_train.shape[1] == 3 and loaded.task == made.task
+
+
+def test_images_made_in_memory_load_as_images(tmp_path: Path) -> None:
+    x = np.random.default_rng(2).random((20, 4, 4, 1)).astype(np.float32)
+    made, files = arrays_data_file(
+        "pics", tmp_path / "pics.npz", {"x": x, "y": np.arange(20) % 2}, None,
+        num_classes=2, test_fraction=0.25, splits=1,
+    )  # fmt: skip
+    assert made.image_shape == (4, 4, 1)
+    (tmp_path / "pics.npz").write_bytes(files[tmp_path / "pics.npz"])
+    loaded = load_dataset("pics", image=True, file=made.loader_keywords())
+    assert loaded.x_train.shape[1:] == loaded.x_test.shape[1:] == (4, 4, 1)
+    assert len(loaded.x_train) + len(loaded.x_test) == 20
