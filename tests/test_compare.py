@@ -20,6 +20,7 @@ from ppl_bnn.cli import main
 from ppl_bnn.compare import AUTO_REFERENCE_WEIGHTS, plan_comparison
 from ppl_bnn.comparison import UnitsUnknownWarning, Verdict
 from ppl_bnn.data.dataset import Dataset
+from ppl_bnn.data.splits import read_tables
 from ppl_bnn.reference import PREDICTIONS_FILE
 from ppl_bnn.report.load import ReferenceEntry
 from ppl_bnn.report.recommend import Basis, Grade, Recommendation, Standing
@@ -163,6 +164,15 @@ def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -
         "test_ll_nats": 0.05,
     }
     assert plan_comparison(_model(), seeds="auto").table["seeds"] == "auto"  # the suite's own
+
+
+def test_tables_must_hold_the_models_data(tmp_path: Path) -> None:
+    csv = tmp_path / "small.csv"
+    pd.DataFrame({"a": range(8), "b": range(8), "y": np.linspace(0, 1, 8)}).to_csv(csv, index=False)
+    table, _ = read_tables(str(csv), target="y")
+    with pytest.raises(ValueError, match=r"tables must be the data file\(s\) the model's data"):
+        compare(_model(), tables=(table, None), results_dir=tmp_path / "r", methods=["map"])
+    assert not (tmp_path / "r").exists()
 
 
 def _stored(plan, path: Path) -> dict[str, np.ndarray]:
