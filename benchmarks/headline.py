@@ -237,9 +237,15 @@ def _published_block(
     dataset: str, contestants: dict[tuple[str, str], list[dict[str, str]]]
 ) -> list[str]:
     """One dataset's rows of :func:`published`: ours, then the published figures."""
-    from ppl_bnn.report.references import classification_references_for, references_for
+    from ppl_bnn.report.published_figures import (
+        published_classification_for,
+        published_regression_for,
+    )
 
-    regression, classification = references_for(dataset), classification_references_for(dataset)
+    regression, classification = (
+        published_regression_for(dataset),
+        published_classification_for(dataset),
+    )
     if not (regression or classification):
         return []
     columns = ("test_ll", "rmse") if regression else ("accuracy", "nll")
@@ -267,7 +273,7 @@ def published(suite: str) -> str:
     """Per data set of the records that has published figures: each contestant's test
     log-likelihood and RMSE (regression) or accuracy and NLL (classification), mean ± standard
     error over its splits and seeds, beside the published figures, labelled with their sources
-    (:mod:`ppl_bnn.report.references`, typed in from the papers)."""
+    (:mod:`ppl_bnn.report.published_figures`, typed in from the papers)."""
     blocks: list[str] = []
     for dataset, contestants in _contests(suite).items():
         blocks += _published_block(dataset, contestants)

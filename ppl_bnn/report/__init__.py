@@ -10,7 +10,7 @@ cell; for a performance suite, one row per measured quantity, see :mod:`.perf`) 
 it, ``summary.json``: the recommendation per dataset (:mod:`.recommend`), its sentence and every
 contestant's standing. Every number
 comes from the stored records and netCDF files, except published reference figures
-(:mod:`ppl_bnn.report.references`), which are labelled with their source.
+(:mod:`ppl_bnn.report.published_figures`), which are labelled with their source.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from ppl_bnn.report.load import (
     backend_key,
     method_key,
 )
-from ppl_bnn.report.references import pruning_references_for
+from ppl_bnn.report.published_figures import published_pruning_for
 from ppl_bnn.report.stats import (
     WITH_METRICS,
     group_stats,
@@ -569,7 +569,7 @@ def pruning(results: SuiteResults, dataset: str) -> Figure | None:
     where published figures exist, test error (%) with theirs as a black dashed line."""
     lines = []
     quality = None
-    refs = pruning_references_for(dataset)
+    refs = published_pruning_for(dataset)
     for method, backend, group in _groups(results, dataset):
         curves = _pooled_curve(group, results, "pruning")
         if not curves:

@@ -11,13 +11,13 @@ from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Link, Table
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import SuiteResults, backend_key, method_key
-from ppl_bnn.report.references import pruning_references_for
+from ppl_bnn.report.published_figures import published_pruning_for
 
 
 def pruning_table(results: SuiteResults, dataset: str) -> Table | None:
     """Test quality against the share of weights pruned by |mu|/sigma (Blundell et al. 2015),
     with their published test errors (%) beside ours where the dataset has them
-    (:func:`ppl_bnn.report.references.pruning_references_for`)."""
+    (:func:`ppl_bnn.report.published_figures.published_pruning_for`)."""
     cells = results.cells[results.cells["dataset"] == dataset]
     curves: dict[tuple[str, str], list[dict]] = {}
     hidden: dict[tuple[int, ...], None] = {}
@@ -32,7 +32,7 @@ def pruning_table(results: SuiteResults, dataset: str) -> Table | None:
     if not curves:
         return None
     fractions = list(next(iter(curves.values()))[0]["fraction"])
-    refs = pruning_references_for(dataset)
+    refs = published_pruning_for(dataset)
     # Test error (%) where published figures stand beside ours, accuracy elsewhere.
     keys = ("test_ll", "rmse", "test_error" if refs else "accuracy")
     rows: list[tuple[Inline, ...]] = []

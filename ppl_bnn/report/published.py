@@ -1,12 +1,12 @@
 """Our test accuracy and NLL beside the published MNIST figures
-(:func:`ppl_bnn.report.references.classification_references_for`)."""
+(:func:`ppl_bnn.report.published_figures.published_classification_for`)."""
 
 from __future__ import annotations
 
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Link, Table
 from ppl_bnn.report.load import SuiteResults
-from ppl_bnn.report.references import classification_references_for
+from ppl_bnn.report.published_figures import published_classification_for
 from ppl_bnn.report.stats import group_stats
 
 _COLUMNS = ("accuracy", "nll")
@@ -15,7 +15,7 @@ _COLUMNS = ("accuracy", "nll")
 def published_classification_table(results: SuiteResults, dataset: str) -> Table | None:
     """Ours (mean ± SE over cells) per (method, backend), then each published figure with its
     source; None for a dataset without published figures."""
-    refs = classification_references_for(dataset)
+    refs = published_classification_for(dataset)
     if not refs:
         return None
     cells = results.cells[results.cells["dataset"] == dataset]

@@ -11,14 +11,14 @@ from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Link, Table
 from ppl_bnn.report.glossary import label
 from ppl_bnn.report.load import SuiteResults, backend_key, method_key
-from ppl_bnn.report.references import Reference, references_for
+from ppl_bnn.report.published_figures import PublishedRegression, published_regression_for
 from ppl_bnn.report.stats import group_stats
 from ppl_bnn.report.tables import present, stat_cell
 
 
 def per_dataset(results: SuiteResults, dataset: str) -> Table | None:
     """Our test RMSE / log-likelihood beside published figures for a UCI dataset."""
-    refs = references_for(dataset)
+    refs = published_regression_for(dataset)
     if not refs:
         return None
     cells = results.cells[results.cells["dataset"] == dataset]
@@ -70,7 +70,7 @@ def per_dataset(results: SuiteResults, dataset: str) -> Table | None:
 def overview(results: SuiteResults, column: str) -> Table | None:
     """Every UCI dataset of the suite in one row: our (method, backend) means ± SE of ``column``
     (``test_ll`` or ``rmse``) beside the published figures."""
-    datasets = [d for d in results.datasets() if references_for(d)]
+    datasets = [d for d in results.datasets() if published_regression_for(d)]
     if not datasets or column not in results.cells:
         return None
     cells = results.cells[results.cells["dataset"].isin(datasets)]
@@ -81,7 +81,7 @@ def overview(results: SuiteResults, column: str) -> Table | None:
         set(zip(stats["method"], stats["backend"], strict=True)),
         key=lambda g: (method_key(g[0]), backend_key(g[1])),
     )
-    published = [r.method for r in references_for(datasets[0])]
+    published = [r.method for r in published_regression_for(datasets[0])]
     rows = []
     for dataset in datasets:
         mine = stats[stats["dataset"] == dataset].set_index(["method", "backend"])
@@ -95,7 +95,7 @@ def overview(results: SuiteResults, column: str) -> Table | None:
                 )
             else:
                 cells_row.append("")
-        refs = {r.method: r for r in references_for(dataset)}
+        refs = {r.method: r for r in published_regression_for(dataset)}
         cells_row += [_published_value(refs[m], column) for m in published]
         rows.append(tuple(cells_row))
     header = ("dataset", *(f"{m} · {b}" for m, b in ours), *published)
@@ -111,7 +111,7 @@ def overview(results: SuiteResults, column: str) -> Table | None:
     return Table(header, tuple(rows), caption, (), numeric)
 
 
-def _published_value(ref: Reference, column: str) -> str:
+def _published_value(ref: PublishedRegression, column: str) -> str:
     """A published ``test_ll`` or ``rmse``, ``mean ± SE`` where the source gives the SE."""
     se = getattr(ref, f"{column}_se")
     mean = getattr(ref, column)

@@ -15,7 +15,7 @@ from ppl_bnn.report.document import Link
 from ppl_bnn.report.figures import pruning
 from ppl_bnn.report.load import SuiteResults, load_results
 from ppl_bnn.report.pruning import pruning_table
-from ppl_bnn.report.references import BLUNDELL_PRUNING, pruning_references_for
+from ppl_bnn.report.published_figures import BLUNDELL_PRUNING, published_pruning_for
 from tests.report.helpers import row, section, tables
 from tests.report.pruning_records import (
     SEEDS,
@@ -47,7 +47,7 @@ def _columns() -> list[str]:
 
 def test_blundells_figures_belong_to_the_mnist_mlps_only() -> None:
     for dataset in ("mnist", "mnist/mlp1024"):
-        (ref,) = pruning_references_for(dataset)
+        (ref,) = published_pruning_for(dataset)
         assert ref.test_error == (
             (0.0, 1.24),
             (0.5, 1.24),
@@ -58,7 +58,7 @@ def test_blundells_figures_belong_to_the_mnist_mlps_only() -> None:
         assert ref.source is BLUNDELL_PRUNING and ref.source.url == URL
         assert ref.dataset == dataset and "1200" in ref.model
     for dataset in ("mnist/lenet5", "digits", "sine", "fashion-mnist", "bostonHousing"):
-        assert pruning_references_for(dataset) == []
+        assert published_pruning_for(dataset) == []
 
 
 def test_our_test_error_in_percent_beside_the_published_rows(results: SuiteResults) -> None:

@@ -25,7 +25,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Reference:
+class PublishedRegression:
     """One published (method, dataset) result in original units."""
 
     method: str
@@ -128,7 +128,7 @@ def uci_name(dataset: str) -> str | None:
     return _ALIASES.get(key)
 
 
-def references_for(dataset: str) -> list[Reference]:
+def published_regression_for(dataset: str) -> list[PublishedRegression]:
     """Published figures for ``dataset`` (empty when it is not one of the UCI sets)."""
     name = uci_name(dataset)
     if name is None:
@@ -137,15 +137,17 @@ def references_for(dataset: str) -> list[Reference]:
     rmse, rmse_se, ll, ll_se = _DROPOUT_SE[name]
     grid = _DROPOUT_GRID_SEARCH[name]
     return [
-        Reference("MC dropout", name, rmse, ll, GAL_README, rmse_se, ll_se),
-        Reference("MC dropout, grid search", name, grid[0], grid[2], GAL_GRID_SEARCH, *grid[1::2]),
-        Reference("PBP", name, pbp[0], pbp[1], PBP_VIA_GAL),
-        Reference("deep ensembles", name, ensembles[0], -ensembles[1], DEEP_ENSEMBLES),
+        PublishedRegression("MC dropout", name, rmse, ll, GAL_README, rmse_se, ll_se),
+        PublishedRegression(
+            "MC dropout, grid search", name, grid[0], grid[2], GAL_GRID_SEARCH, *grid[1::2]
+        ),
+        PublishedRegression("PBP", name, pbp[0], pbp[1], PBP_VIA_GAL),
+        PublishedRegression("deep ensembles", name, ensembles[0], -ensembles[1], DEEP_ENSEMBLES),
     ]
 
 
 @dataclass(frozen=True)
-class ClassificationReference:
+class PublishedClassification:
     """One published MNIST result: test accuracy and, where published, NLL (nats)."""
 
     model: str
@@ -171,27 +173,27 @@ UNCERTAINTY_BASELINES = Source(
 )
 
 #: Published MNIST figures by the report's dataset label (``<dataset>/<variant>``).
-_CLASSIFICATION: dict[str, tuple[ClassificationReference, ...]] = {
+_CLASSIFICATION: dict[str, tuple[PublishedClassification, ...]] = {
     "mnist/mlp1024": (
-        ClassificationReference("VI, MLP-1024", "mnist/mlp1024", 0.979, None, BBB_MLP_EXAMPLE),
+        PublishedClassification("VI, MLP-1024", "mnist/mlp1024", 0.979, None, BBB_MLP_EXAMPLE),
     ),
     "mnist/lenet5": (
-        ClassificationReference(
+        PublishedClassification(
             "deterministic LeNet-5", "mnist/lenet5", 0.991, 0.037, UNCERTAINTY_BASELINES
         ),
-        ClassificationReference("VI LeNet-5", "mnist/lenet5", 0.985, 0.048, UNCERTAINTY_BASELINES),
+        PublishedClassification("VI LeNet-5", "mnist/lenet5", 0.985, 0.048, UNCERTAINTY_BASELINES),
     ),
 }
 
 
-def classification_references_for(dataset: str) -> list[ClassificationReference]:
+def published_classification_for(dataset: str) -> list[PublishedClassification]:
     """Published accuracy / NLL for a report's dataset label (``mnist/lenet5``, ...); empty
     for any other."""
     return list(_CLASSIFICATION.get(dataset, ()))
 
 
 @dataclass(frozen=True)
-class PruningReference:
+class PublishedPruning:
     """Published test error (%) after removing a share of the weights, those with the smallest
     signal-to-noise ratio |mu| / sigma first, as ``(fraction removed, test error %)`` pairs."""
 
@@ -213,9 +215,9 @@ BLUNDELL_PRUNING = Source(
 #: layers of 1,200 units) with the given share of its weights removed.
 _BLUNDELL_TABLE_2 = ((0.0, 1.24), (0.5, 1.24), (0.75, 1.24), (0.95, 1.29), (0.98, 1.39))
 #: The MLP variants of the ``mnist`` suite (not LeNet-5: a convolutional network).
-_PRUNING: dict[str, tuple[PruningReference, ...]] = {
+_PRUNING: dict[str, tuple[PublishedPruning, ...]] = {
     dataset: (
-        PruningReference(
+        PublishedPruning(
             "Bayes by Backprop, MLP 2 x 1200", dataset, _BLUNDELL_TABLE_2, BLUNDELL_PRUNING
         ),
     )
@@ -223,7 +225,7 @@ _PRUNING: dict[str, tuple[PruningReference, ...]] = {
 }
 
 
-def pruning_references_for(dataset: str) -> list[PruningReference]:
+def published_pruning_for(dataset: str) -> list[PublishedPruning]:
     """Published test error after signal-to-noise pruning for a report's dataset label (the
     ``mnist`` suite's MLPs: ``mnist``, ``mnist/mlp1024``); empty for any other."""
     return list(_PRUNING.get(dataset, ()))
