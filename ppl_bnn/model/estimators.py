@@ -21,8 +21,9 @@ For a layer with factorised Gaussian weights :math:`q(W) = \mathcal N(\mu, \sigm
 
 The two per-example estimators give the same expected gradient as ``reparam`` with lower variance
 for minibatches of more than one example. The math is written once here against the backend's
-array ops; what a layer kind contributes is its :class:`LinearMap` in :data:`LINEAR_MAPS`: its
-affine map and the shapes of its sign vectors (a convolution's per channel).
+array operations (its :class:`~ppl_bnn.model.program.PPL`, ``ppl``); what a layer kind
+contributes is its :class:`LinearMap` in :data:`LINEAR_MAPS`: its affine map and the shapes of
+its sign vectors (a convolution's per channel).
 
 This module imports neither torch nor jax.
 """
@@ -61,9 +62,9 @@ class LinearMap:
     """What the estimators need of a parametrised layer kind.
 
     Attributes:
-        affine: ``(layer, w, b, h, ops) -> a``: the pre-activation for weights ``w``, biases
-            ``b`` and input batch ``h`` (N, *input_shape), with the backend's array ops; linear in
-            ``(w, b)`` and in ``h`` given ``w``.
+        affine: ``(layer, w, b, h, ppl) -> a``: the pre-activation for weights ``w``, biases
+            ``b`` and input batch ``h`` (N, *input_shape), with the PPL's array operations;
+            linear in ``(w, b)`` and in ``h`` given ``w``.
         input_signs: Input batch shape -> shape of Flipout's input signs (one per example and
             input unit, broadcast over the rest).
         output_signs: Pre-activation batch shape -> shape of Flipout's output signs.
@@ -79,13 +80,13 @@ class LinearMap:
     local: bool = True
 
 
-def _dense_affine(layer: Layer, w: Any, b: Any, h: Any, ops: Any) -> Any:
+def _dense_affine(layer: Layer, w: Any, b: Any, h: Any, ppl: Any) -> Any:
     return h @ w + b
 
 
-def _conv_affine(layer: Any, w: Any, b: Any, h: Any, ops: Any) -> Any:
+def _conv_affine(layer: Any, w: Any, b: Any, h: Any, ppl: Any) -> Any:
     pads = layer.padding_amounts(tuple(int(n) for n in h.shape[-3:]))
-    return ops.conv2d(h, w, layer.stride, pads) + b[..., None, None, None, :]
+    return ppl.conv2d(h, w, layer.stride, pads) + b[..., None, None, None, :]
 
 
 def _same(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -133,32 +134,32 @@ def layer_output(
     scale: Mapping[str, Any],
     h: Any,
     noise: Noise,
-    ops: Any,
+    ppl: Any,
 ) -> tuple[Any, dict[str, Any] | None]:
     """The output of ``layer`` for input batch ``h`` under the guide ``(loc, scale)`` (by
     parameter kind, ``"w"`` and ``"b"``), sampled by ``estimator``.
 
     Returns ``(output, weights)``: ``weights`` is the draw of the layer's parameters that the
     estimator made (``reparam``: the draw used; ``flipout``: :math:`\\mu + \\Delta W`), None for
-    ``local_reparam``, which draws none. ``ops`` is the backend's
+    ``local_reparam``, which draws none. ``ppl`` is the backend's
     :class:`~ppl_bnn.model.program.PPL` (its activations).
     """
     mapping = linear_map(layer, estimator)
     if mapping is None:
         weights = {k: loc[k] + scale[k] * noise.normal(tuple(loc[k].shape)) for k in loc}
-        return layer.forward(weights, h, ops), weights
-    mean = mapping.affine(layer, loc["w"], loc["b"], h, ops)
+        return layer.forward(weights, h, ppl), weights
+    mean = mapping.affine(layer, loc["w"], loc["b"], h, ppl)
     if estimator == "local_reparam":
-        variance = mapping.affine(layer, scale["w"] ** 2, scale["b"] ** 2, h * h, ops)
+        variance = mapping.affine(layer, scale["w"] ** 2, scale["b"] ** 2, h * h, ppl)
         a = mean + variance**0.5 * noise.normal(tuple(mean.shape))
         weights = None
     else:
         delta = {k: scale[k] * noise.normal(tuple(loc[k].shape)) for k in ("w", "b")}
         s_in = noise.rademacher(mapping.input_signs(tuple(h.shape)))
         s_out = noise.rademacher(mapping.output_signs(tuple(mean.shape)))
-        a = mean + mapping.affine(layer, delta["w"], delta["b"], h * s_in, ops) * s_out
+        a = mean + mapping.affine(layer, delta["w"], delta["b"], h * s_in, ppl) * s_out
         weights = {k: loc[k] + delta[k] for k in ("w", "b")}
     activation = getattr(layer, "activation", None)
     if activation is not None:
-        a = ops.activations[activation](a)
+        a = ppl.activations[activation](a)
     return a, weights

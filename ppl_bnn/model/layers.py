@@ -14,9 +14,9 @@ parameter-free layers (pooling, flattening) never shift the names.
 - :class:`Flatten`: images (H, W, C) to vectors (H W C,), row-major (channels fastest).
 
 Images are (H, W, C) on every backend; the array operations a layer needs beyond ``@`` and
-broadcasting (``conv2d``, ``pool``) come from the backend's ops
-(:class:`~ppl_bnn.model.program.PPL`), which take explicit padding amounts computed here, so
-both backends pad alike. Dropout is no layer of the model: ``mcdropout`` trains with it on the
+broadcasting (``conv2d``, ``pool``) come from the backend's :class:`~ppl_bnn.model.program.PPL`,
+passed to :meth:`Layer.forward` as ``ppl``; they take explicit padding amounts computed here,
+so both backends pad alike. Dropout is no layer of the model: ``mcdropout`` trains with it on the
 input of every dense layer (:mod:`ppl_bnn.model.dropout`) and predicts from masked weights.
 
 This module imports neither torch nor jax.
@@ -99,7 +99,7 @@ class Layer(Protocol):
     def param_dims(self, index: int) -> dict[str, list[str]]:
         """Parameter kind -> ArviZ dimension names, for parametrised layer ``index``."""
 
-    def forward(self, params: Mapping[str, Any], h: Any, ops: Any) -> Any:
+    def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         """The output for input batch ``h`` (..., N, *input_shape) and parameters by kind."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -133,10 +133,10 @@ class Dense:
     def param_dims(self, index: int) -> dict[str, list[str]]:
         return {"w": [f"layer{index}_in", f"layer{index}_out"], "b": [f"layer{index}_out"]}
 
-    def forward(self, params: Mapping[str, Any], h: Any, ops: Any) -> Any:
+    def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         h = h @ params["w"] + params["b"][..., None, :]
         if self.activation is not None:
-            h = ops.activations[self.activation](h)
+            h = ppl.activations[self.activation](h)
         return h
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,11 +216,11 @@ class Conv2d:
             "b": [f"{prefix}_out"],
         }
 
-    def forward(self, params: Mapping[str, Any], h: Any, ops: Any) -> Any:
+    def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         pads = self.padding_amounts(tuple(int(n) for n in h.shape[-3:]))
-        h = ops.conv2d(h, params["w"], self.stride, pads) + params["b"][..., None, None, None, :]
+        h = ppl.conv2d(h, params["w"], self.stride, pads) + params["b"][..., None, None, None, :]
         if self.activation is not None:
-            h = ops.activations[self.activation](h)
+            h = ppl.activations[self.activation](h)
         return h
 
     def to_dict(self) -> dict[str, Any]:
@@ -263,8 +263,8 @@ class _Pool2d:
     def param_dims(self, index: int) -> dict[str, list[str]]:
         return {}
 
-    def forward(self, params: Mapping[str, Any], h: Any, ops: Any) -> Any:
-        return ops.pool(h, self.REDUCE, self.size)
+    def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
+        return ppl.pool(h, self.REDUCE, self.size)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.KIND, "size": list(self.size)}
@@ -301,7 +301,7 @@ class Flatten:
     def param_dims(self, index: int) -> dict[str, list[str]]:
         return {}
 
-    def forward(self, params: Mapping[str, Any], h: Any, ops: Any) -> Any:
+    def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         return h.reshape((*h.shape[:-3], -1))
 
     def to_dict(self) -> dict[str, Any]:
