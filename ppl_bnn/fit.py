@@ -110,7 +110,7 @@ def _fit(plan: FitPlan, model: BNN) -> FitResult:
     compilations = get_backend(backend).fit_compilations()
     target = Target.build(backend, model, plan.held_out)
     with shared.collect() as reused:  # runs read from the shared-fit store, if one is open
-        out = plan.entry.runner(backend)(method, target, plan.options, plan.seed)
+        out = plan.entry.run_on(backend)(method, target, plan.options, plan.seed)
     check_finite_draws(method, out.draws, model)  # every method's last line of defence
     mode = None
     if out.linearised_at is not None:  # the GLM predictive around the runner's mode

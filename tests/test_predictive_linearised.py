@@ -159,7 +159,7 @@ def _stub_fit(model, monkeypatch, backend, linearised):
         timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0}
         return RunOutput(draws=draws, timings=timings, linearised_at=mode if linearised else None)
 
-    monkeypatch.setattr(Method, "runner", lambda self, backend: runner)
+    monkeypatch.setattr(Method, "run_on", lambda self, backend: runner)
     return fit(model, "map", backend=backend, seed=0), draws, mode
 
 
@@ -228,7 +228,7 @@ def test_fit_refuses_a_runner_mode_missing_a_site(tanh_model, monkeypatch):
         timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0}
         return RunOutput(draws=draws, timings=timings, linearised_at=mode)
 
-    monkeypatch.setattr(Method, "runner", lambda self, backend: runner)
+    monkeypatch.setattr(Method, "run_on", lambda self, backend: runner)
     with pytest.raises(ValueError, match="linearised_at lacks the weight site 'w1'"):
         fit(tanh_model, "map", backend="numpyro", seed=0)
 

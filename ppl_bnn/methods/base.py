@@ -1,4 +1,4 @@
-"""What a method is (:class:`Method`), what its runner returns
+"""What a method is (:class:`Method`), what its run returns
 (:class:`~ppl_bnn.methods.output.RunOutput`), and the errors a method raises when it breaks
 down."""
 
@@ -45,8 +45,8 @@ def option_backends(options: type) -> dict[str, str]:
     return {f.name: f.metadata[BACKEND_ONLY] for f in fields(options) if BACKEND_ONLY in f.metadata}
 
 
-#: ``(name, target, options, seed) -> RunOutput``: what drivers and backend-neutral runners are.
-Runner = Callable[..., RunOutput]
+#: ``(name, target, options, seed) -> RunOutput``: drivers and backend-neutral run functions.
+RunFunction = Callable[..., RunOutput]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +64,7 @@ class Method:
         family: :class:`Family`.
         smoke: Options for a tiny, fast fit (the conformance tests run every method with them).
         driver: The backend driver that runs it, or None when ``run`` is given.
-        run: A backend-neutral runner ``(name, target, options, seed)``.
+        run: A backend-neutral run function ``(name, target, options, seed)``.
         exact: A Markov chain with a Metropolis correction on the full-data posterior, exact
             in the limit of many draws (reports show its rank plots and weight summaries).
         learns_hyperparameters: It maximises an objective over which a learned prior's
@@ -97,7 +97,7 @@ class Method:
     family: Family
     smoke: Mapping[str, Any]
     driver: str | None = None
-    run: Runner | None = None
+    run: RunFunction | None = None
     exact: bool = False
     learns_hyperparameters: bool = False
     records_curves: bool = False
@@ -121,8 +121,9 @@ class Method:
             return BACKENDS
         return tuple(b for b in BACKENDS if has_driver(b, self.driver))
 
-    def runner(self, backend: str) -> Runner:
-        """``(name, target, options, seed) -> RunOutput`` on ``backend``."""
+    def run_on(self, backend: str) -> RunFunction:
+        """``(name, target, options, seed) -> RunOutput`` on ``backend``: its backend's driver,
+        or its own backend-neutral ``run``."""
         run = self.run if self.run is not None else get_driver(backend, self.driver)
         return shared.stored(self.name, run) if self.shared else run
 

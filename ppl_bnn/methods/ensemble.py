@@ -62,7 +62,7 @@ def ensemble_of(
     members that stayed finite are returned, marked diverged (``info``: ``diverged_at_step``
     per member, ``members_diverged``); when none did, the ensemble raises.
     """
-    run_member = member.runner(target.backend)
+    run_member = member.run_on(target.backend)
     members: list[RunOutput] = []
     failures: dict[int, DivergedError] = {}
     for k in range(num_members):

@@ -115,7 +115,7 @@ def _map_start(name: str, target: Target, options: GaussianGuideOptions, seed: i
         batch_size=options.batch_size,
         kl_weight=options.kl_weight,
     )
-    run = map_estimate.METHOD.runner(target.backend)
+    run = map_estimate.METHOD.run_on(target.backend)
     try:
         out = run(name, target, map_options, seed)
     except DivergedError as err:  # the fit's own breakdown, at a step of its warm start

@@ -206,7 +206,7 @@ def run(name: str, target: Target, options: LaplaceOptions, seed: int) -> RunOut
         spec_prior_precision(spec, names)  # a non-Normal prior fails before the MAP fit
     # The seed of ``fit(model, "map", seed=seed)``: the same mode, so that the two compare
     # paired.
-    mode = map_estimate.METHOD.runner(target.backend)(name, target, options.map_options(), seed)
+    mode = map_estimate.METHOD.run_on(target.backend)(name, target, options.map_options(), seed)
     start = now()
     at_mode = {k: v[0, 0] for k, v in mode.draws.items()}
     curv = ggn.curvature(target.backend, spec, at_mode, model.x, model.y, options.structure)

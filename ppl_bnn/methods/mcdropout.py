@@ -192,7 +192,7 @@ def run(name: str, target: Target, options: MCDropoutOptions, seed: int) -> RunO
             "own hyperparameters: give the prior learned=False for concrete=True"
         )
     program = get_backend(target.backend).model(spec, dropout=dropout)
-    trained = map_estimate.METHOD.runner(target.backend)(
+    trained = map_estimate.METHOD.run_on(target.backend)(
         name,
         replace(target, program=program, variant=dropout),
         options.map_options(target.num_data),

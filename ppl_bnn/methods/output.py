@@ -1,4 +1,4 @@
-"""What a method's runner returns: :class:`RunOutput`, the raw draws and what ran, before
+"""What a method's run returns: :class:`RunOutput`, the raw draws and what ran, before
 ``fit`` turns it into a :class:`~ppl_bnn.results.FitResult`."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import numpy as np
 
 @dataclass
 class RunOutput:
-    """Raw output of a runner, before ``fit`` adds the pointwise log-likelihood.
+    """Raw output of a method's run (its driver or run function), before ``fit`` adds the
+    pointwise log-likelihood.
 
     Attributes:
         draws: Site -> array shaped (chain, draw, *site_shape), constrained space.

@@ -3,7 +3,7 @@
 A MAP mode is the first part of several contestants: the GGN Laplace expands around the mode of
 ``fit(model, "map", seed=seed)`` with the same options, and a tuned Laplace fits MAP's tuning
 grid again on the same validation split. While a store is open (:func:`use_store`; the benchmark
-worker opens ``<results>/fits/`` for each cell), the runner of a method marked ``shared``
+worker opens ``<results>/fits/`` for each cell), the run of a method marked ``shared``
 (:attr:`ppl_bnn.methods.base.Method.shared`) goes through :func:`stored`: a run whose key is in
 the store is read from it, any other is run and written to it.
 
@@ -239,11 +239,11 @@ def _set_aside(path: Path, reason: str) -> None:
                    path, reason, aside)  # fmt: skip
 
 
-#: A method's runner, ``(name, target, options, seed) -> RunOutput``.
-Runner = Callable[[str, Any, Any, int], Any]
+#: A method's run function, ``(name, target, options, seed) -> RunOutput``.
+RunFunction = Callable[[str, Any, Any, int], Any]
 
 
-def stored(method: str, run: Runner) -> Runner:
+def stored(method: str, run: RunFunction) -> RunFunction:
     """``run`` through the open store (see the module docstring); ``run`` itself when none is
     open."""
 

@@ -235,7 +235,7 @@ def _with_noise_held(target: Target, mode_draws: Mapping[str, np.ndarray]) -> Ta
 def run(name: str, target: Target, options: SWAGOptions, seed: int) -> RunOutput:
     """``map`` from its own start, then the SGD phase on the ``sgmcmc`` driver (the noise held
     at the mode's), then the Gaussian's draws (one chain)."""
-    mode = map_estimate.METHOD.runner(target.backend)(
+    mode = map_estimate.METHOD.run_on(target.backend)(
         "map", target, options.map_options(), child_seed(seed, f"{name}_map")
     )
     held = _with_noise_held(target, mode.draws)

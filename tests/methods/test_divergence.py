@@ -138,11 +138,11 @@ def test_ensemble_returns_the_members_that_stayed_finite(
 ) -> None:
     """The second of three members breaks down: the other two are the result, marked."""
     model = BNN(*data, hidden=(3,), noise=0.1)
-    real_runner = Method.runner
+    real_run_on = Method.run_on
     calls = []
 
-    def runner(self: Method, backend: str):
-        run = real_runner(self, backend)
+    def run_on(self: Method, backend: str):
+        run = real_run_on(self, backend)
         if self.name != "map":
             return run
 
@@ -158,7 +158,7 @@ def test_ensemble_returns_the_members_that_stayed_finite(
 
         return second_diverges
 
-    monkeypatch.setattr(Method, "runner", runner)
+    monkeypatch.setattr(Method, "run_on", run_on)
     result = fit(model, "ensemble", backend=backend, seed=0, num_steps=20, num_members=3)
     assert result.num_draws == 2
     assert result.losses.shape == (2, 20)
@@ -184,7 +184,7 @@ def test_a_result_never_holds_non_finite_draws(data, monkeypatch: pytest.MonkeyP
 
         return run
 
-    monkeypatch.setattr(Method, "runner", nan_draws)
+    monkeypatch.setattr(Method, "run_on", nan_draws)
     with pytest.raises(DivergedError, match=r"^MAP diverged in site\(s\) b1: the draws are not"):
         fit(model, "map")
 

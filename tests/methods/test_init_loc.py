@@ -119,7 +119,7 @@ def test_map_start_is_the_mode_of_the_short_map_fit(model, backend) -> None:
     assert result.info["init_map_steps"] == 200
     # The warm start's seconds are part of the warmup and recorded apart from the fit's steps.
     assert 0 < result.info["init_map_seconds"] < result.timings["warmup"]
-    run = map_estimate.METHOD.runner(backend)
+    run = map_estimate.METHOD.run_on(backend)
     warm = map_estimate.MAPOptions(num_steps=200, learning_rate=FROZEN["learning_rate"])
     mode = run("map", Target.build(backend, model), warm, child_seed(SEED, "init_map"))
     assert mode.losses[-1] == pytest.approx(result.info["init_map_loss"])
