@@ -1,9 +1,10 @@
 r"""Priors as small objects: each knows its distribution in a PPL, its support and an initial draw.
 
 A prior is written once and used everywhere a site's prior matters: the model program (through
-:meth:`distribution`, with the PPL's own distributions module), initial values (:meth:`sample`),
-the unconstrained parametrisation samplers move in (:attr:`positive`, :meth:`unconstrain`) and a
-framework-free log density on that parametrisation (:meth:`log_density_unconstrained`).
+:meth:`distribution`, with the distributions of the program's
+:class:`~ppl_bnn.model.program.PPL`), initial values (:meth:`sample`), the unconstrained
+parametrisation samplers move in (:attr:`positive`, :meth:`unconstrain`) and a framework-free
+log density on that parametrisation (:meth:`log_density_unconstrained`).
 
 - :class:`Normal`: :math:`w \sim \mathcal N(0, s^2)` elementwise, on the real line.
 - :class:`Gamma`: :math:`\tau \sim \text{Gamma}(a, b)` (shape :math:`a`, rate :math:`b`), on
@@ -23,12 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ppl_bnn.model.scalars import is_number
+
+if TYPE_CHECKING:  # types only: the program module builds on the spec, which holds priors
+    from ppl_bnn.model.program import PPL
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -43,8 +46,8 @@ class Prior(Protocol):
     #: them as ``param`` sites and builds :meth:`distribution` from their values).
     learned: bool
 
-    def distribution(self, dist: ModuleType, shape: tuple[int, ...]) -> Any:
-        """The prior of a site of ``shape`` built from a PPL's distributions module."""
+    def distribution(self, ppl: PPL, shape: tuple[int, ...]) -> Any:
+        """The prior of a site of ``shape`` in ``ppl``'s library (its ``dist`` module)."""
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """One draw of a site of ``shape`` (float64 numpy)."""
@@ -57,6 +60,11 @@ class Prior(Protocol):
     ) -> Any:
         """:math:`\\log p(T(z)) + \\log|\\det J_T(z)|` summed over a site, with array arithmetic
         (``exp`` and ``log`` are the framework's elementwise functions)."""
+
+    @classmethod
+    def examples(cls) -> tuple[Prior, ...]:
+        """A few instances that exercise it (the prior conformance tests run every prior of
+        :data:`PRIORS` with them)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; :func:`prior_from_dict` reads it back."""
@@ -89,8 +97,8 @@ class Normal:
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", _positive_finite("Normal scale", self.scale))
 
-    def distribution(self, dist: ModuleType, shape: tuple[int, ...]) -> Any:
-        return _event(dist.Normal(0.0, self.scale), shape)
+    def distribution(self, ppl: PPL, shape: tuple[int, ...]) -> Any:
+        return _event(ppl.dist.Normal(0.0, self.scale), shape)
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         return rng.normal(0.0, self.scale, size=shape)
@@ -104,6 +112,10 @@ class Normal:
         n = math.prod(z.shape)
         s = self.scale
         return -0.5 * (z * z).sum() / s**2 - n * math.log(s) - n * _HALF_LOG_2PI
+
+    @classmethod
+    def examples(cls) -> tuple[Normal, ...]:
+        return (cls(1.0), cls(0.3))
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "normal", "scale": self.scale}
@@ -122,8 +134,8 @@ class Gamma:
         for name in ("concentration", "rate"):
             object.__setattr__(self, name, _positive_finite(f"Gamma {name}", getattr(self, name)))
 
-    def distribution(self, dist: ModuleType, shape: tuple[int, ...]) -> Any:
-        return _event(dist.Gamma(self.concentration, self.rate), shape)
+    def distribution(self, ppl: PPL, shape: tuple[int, ...]) -> Any:
+        return _event(ppl.dist.Gamma(self.concentration, self.rate), shape)
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         return rng.gamma(self.concentration, 1.0 / self.rate, size=shape)
@@ -139,6 +151,10 @@ class Gamma:
         n = math.prod(z.shape)
         return n * (a * math.log(b) - math.lgamma(a)) + (a * z - b * exp(z)).sum()
 
+    @classmethod
+    def examples(cls) -> tuple[Gamma, ...]:
+        return (cls(6.0, 6.0), cls(2.0, 0.5))
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "gamma", "concentration": self.concentration, "rate": self.rate}
 
@@ -150,18 +166,6 @@ def _probability(name: str, value: object) -> float:
     if not (0 < value < 1):
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
     return float(value)
-
-
-def _stack(dist: ModuleType, values: list[Any]) -> Any:
-    """``values`` (numbers or 0-d arrays) as one 1-d array of the framework behind ``dist``:
-    JAX for NumPyro's distributions module, torch for Pyro's."""
-    if dist.__name__.split(".")[0] == "numpyro":
-        import jax.numpy as jnp
-
-        return jnp.stack([jnp.asarray(v, dtype=jnp.result_type(float)) for v in values])
-    import torch
-
-    return torch.stack([torch.as_tensor(v, dtype=torch.get_default_dtype()) for v in values])
 
 
 #: The hyperparameters of :class:`ScaleMixture` and the constraint (a name in both libraries'
@@ -209,14 +213,15 @@ class ScaleMixture:
         return {name: (getattr(self, name), c) for name, c in MIXTURE_HYPERPARAMETERS.items()}
 
     def distribution(
-        self, dist: ModuleType, shape: tuple[int, ...], values: dict[str, Any] | None = None
+        self, ppl: PPL, shape: tuple[int, ...], values: dict[str, Any] | None = None
     ) -> Any:
         """The mixture over a site; ``values`` (``pi``, ``sigma1``, ``sigma2``, e.g. a model's
         ``param`` sites) replace the fixed ones."""
         v = {name: getattr(self, name) for name in MIXTURE_HYPERPARAMETERS}
         v.update(values or {})
-        probs = _stack(dist, [v["pi"], 1.0 - v["pi"]])
-        scales = _stack(dist, [v["sigma1"], v["sigma2"]])
+        probs = ppl.stack([v["pi"], 1.0 - v["pi"]])
+        scales = ppl.stack([v["sigma1"], v["sigma2"]])
+        dist = ppl.dist
         mixture = dist.MixtureSameFamily(dist.Categorical(probs=probs), dist.Normal(0.0, scales))
         return _event(mixture, shape)
 
@@ -242,6 +247,10 @@ class ScaleMixture:
         rate = 0.5 * (1.0 / t**2 - 1.0 / s**2)
         head = n * (math.log(a / s) - _HALF_LOG_2PI) - 0.5 * sq.sum() / s**2
         return head + log(1.0 + ratio * exp(-rate * sq)).sum()
+
+    @classmethod
+    def examples(cls) -> tuple[ScaleMixture, ...]:
+        return (cls(), cls(0.2, 1.0, 0.1), cls(learned=True))
 
     def to_dict(self) -> dict[str, Any]:
         return {

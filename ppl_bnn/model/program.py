@@ -8,7 +8,7 @@ library, so the network is compiled from the spec, never written twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -40,6 +40,8 @@ class PPL:
             library with its seeded randomness, reparameterised where it can be, not a site
             (dropout masks, :mod:`ppl_bnn.model.dropout`).
         factor: ``pyro.factor`` / ``numpyro.factor``: a term added to the log joint.
+        stack: ``stack(values)``: numbers or 0-d arrays as one 1-d float array of the library
+            (a prior's hyperparameters, :mod:`ppl_bnn.model.priors`).
     """
 
     name: str
@@ -54,18 +56,19 @@ class PPL:
     pool: Callable[..., Any]
     draw: Callable[[Any, Any], Any]
     factor: Callable[[str, Any], Any]
+    stack: Callable[[Sequence[Any]], Any]
 
 
 #: Prefix of the ``param`` sites of a learned prior's hyperparameters (``prior_pi``, ...).
 HYPERPARAMETER_PREFIX = "prior_"
 
 
-def prior(site: Site, dist: ModuleType, learned: Mapping[str, Any] | None = None) -> Any:
-    """The prior distribution of ``site`` built from a distributions module; a learned prior
-    takes its hyperparameters from ``learned`` (see :func:`learned_hyperparameters`)."""
+def prior(site: Site, ppl: PPL, learned: Mapping[str, Any] | None = None) -> Any:
+    """The prior distribution of ``site`` in ``ppl``'s library; a learned prior takes its
+    hyperparameters from ``learned`` (see :func:`learned_hyperparameters`)."""
     if learned is not None and site.prior.learned:
-        return site.prior.distribution(dist, site.shape, learned)
-    return site.prior.distribution(dist, site.shape)
+        return site.prior.distribution(ppl, site.shape, learned)
+    return site.prior.distribution(ppl, site.shape)
 
 
 def learned_hyperparameters(spec: BNNSpec, ppl: PPL) -> dict[str, Any] | None:
@@ -148,9 +151,7 @@ def bnn_model(
     """
     learned = learned_hyperparameters(spec, ppl)
     params = {
-        site.name: _drop_data_plate_slot(
-            ppl.sample(site.name, prior(site, ppl.dist, learned)), site
-        )
+        site.name: _drop_data_plate_slot(ppl.sample(site.name, prior(site, ppl, learned)), site)
         for site in spec.sites()
     }
     f = forward(spec, params, x, ppl) if network is None else network(params, x)
@@ -167,7 +168,7 @@ def bnn_model(
 
 def site_transforms(spec: BNNSpec, ppl: PPL) -> dict[str, Any]:
     """Per site, the library's bijection from unconstrained space onto the prior's support."""
-    return {site.name: ppl.biject_to(prior(site, ppl.dist).support) for site in spec.sites()}
+    return {site.name: ppl.biject_to(prior(site, ppl).support) for site in spec.sites()}
 
 
 def constrain(transforms: Mapping[str, Any], z: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:

@@ -63,7 +63,10 @@ PPL_NUMPYRO = PPL(
     pool=conv.pool,
     draw=_draw,
     factor=numpyro.factor,
+    stack=lambda values: jnp.stack([jnp.asarray(v, dtype=jnp.result_type(float)) for v in values]),
 )
+#: This backend's PPL, as the contract names it (:class:`~ppl_bnn.engine.contracts.Backend`).
+ppl = PPL_NUMPYRO
 
 
 @contextlib.contextmanager

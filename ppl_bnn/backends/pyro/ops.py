@@ -73,7 +73,12 @@ PPL_PYRO = PPL(
     pool=conv.pool,
     draw=_draw,
     factor=pyro.factor,
+    stack=lambda values: torch.stack(
+        [torch.as_tensor(v, dtype=torch.get_default_dtype()) for v in values]
+    ),
 )
+#: This backend's PPL, as the contract names it (:class:`~ppl_bnn.engine.contracts.Backend`).
+ppl = PPL_PYRO
 
 
 def fit_compilations() -> None:
