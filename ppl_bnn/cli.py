@@ -23,6 +23,7 @@ import sys
 
 from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
 from ppl_bnn.devices import DEVICES
+from ppl_bnn.engine.registry import DEFAULT_BACKEND
 
 logger = logging.getLogger("ppl_bnn.cli")
 
@@ -117,7 +118,9 @@ def _add_compare_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--splits", type=int, default=1, help="random splits (default 1)")
     parser.add_argument("--methods", default=None, help="comma-separated methods (default: "
                         f"{','.join(DEFAULT_METHODS)})")  # fmt: skip
-    parser.add_argument("--backends", default="numpyro", help="comma-separated (default numpyro)")
+    parser.add_argument(
+        "--backends", default=DEFAULT_BACKEND, help=f"comma-separated (default {DEFAULT_BACKEND})"
+    )
     parser.add_argument("--option", type=option_pair, action="append", default=[],
                         metavar="METHOD.NAME=VALUE",
                         help="a method's option, e.g. svi.num_steps=5000 (repeatable)")  # fmt: skip

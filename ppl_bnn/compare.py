@@ -44,14 +44,14 @@ from ppl_bnn.bench.suite import AUTO, Suite, parse_suite
 from ppl_bnn.comparison import Comparison
 from ppl_bnn.data.files import Table, file_sha256
 from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
-from ppl_bnn.engine.registry import BACKENDS
+from ppl_bnn.engine.registry import DEFAULT_BACKEND, backend_names
 from ppl_bnn.files import write_atomic
 from ppl_bnn.keys import content_key
 from ppl_bnn.methods import available, get_method, make_options
 from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.spec import BNNSpec
-from ppl_bnn.reference import REFERENCES_DIR, ReferenceSettings
+from ppl_bnn.reference import REFERENCE_BACKEND, REFERENCES_DIR, ReferenceSettings
 from ppl_bnn.report import CSV_FILE, FIGURES_DIR, HTML_FILE, MARKDOWN_FILE, STATE_FILE, SUMMARY_FILE
 from ppl_bnn.report.equivalence import Margins
 from ppl_bnn.report.memo import CACHE_DIR
@@ -267,7 +267,7 @@ def _check_memory(
     if reference is not None:  # every chain's draws are held at the end
         settings = ReferenceSettings(**reference)
         whole = {**settings.engine_options(), "num_chains": settings.num_chains}
-        runs.append((settings.engine, "numpyro", whole))
+        runs.append((settings.engine, REFERENCE_BACKEND, whole))
     for method, backend, given in runs:
         made = make_options(get_method(method, backend), dict(given), backend=backend)
         check_memory(method, spec, made, n_train)
@@ -280,7 +280,7 @@ def plan_comparison(
     test_fraction: float | None = None,
     splits: int = 1,
     methods: Sequence[str] | None = None,
-    backends: Sequence[str] = ("numpyro",),
+    backends: Sequence[str] = (DEFAULT_BACKEND,),
     seeds: int | Sequence[int] | str = 3,
     reference: object = "auto",
     tune: object = "auto",
@@ -306,7 +306,7 @@ def plan_comparison(
     method_list = _names(
         DEFAULT_METHODS if methods is None else methods, list(available()), "methods"
     )
-    backend_list = _names(list(backends), list(BACKENDS), "backends")
+    backend_list = _names(list(backends), list(backend_names()), "backends")
     if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     margin_table = Margins.of(dict(margins) if isinstance(margins, Mapping) else margins)
@@ -432,7 +432,7 @@ def compare(
     test_fraction: float | None = None,
     splits: int = 1,
     methods: Sequence[str] | None = None,
-    backends: Sequence[str] = ("numpyro",),
+    backends: Sequence[str] = (DEFAULT_BACKEND,),
     seeds: int | Sequence[int] | str = 3,
     reference: object = "auto",
     tune: object = "auto",

@@ -10,7 +10,7 @@ import numpy as np
 
 from ppl_bnn import devices
 from ppl_bnn.engine.contracts import Target
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import DEFAULT_BACKEND, get_backend
 from ppl_bnn.fit_support import FitPlan, plan_fit
 from ppl_bnn.methods import shared
 from ppl_bnn.methods.divergence import check_finite_draws
@@ -27,7 +27,7 @@ def fit(
     model: BNN,
     method: str = "svi",
     *,
-    backend: str = "numpyro",
+    backend: str = DEFAULT_BACKEND,
     seed: int = 0,
     validation: tuple[Any, Any] | None = None,
     **options: Any,

@@ -14,7 +14,7 @@ import os
 
 from ppl_bnn import devices
 from ppl_bnn.backends.numpyro.compile_cache import set_jax_cache
-from ppl_bnn.engine.registry import BACKENDS, get_module
+from ppl_bnn.engine.registry import backend_names, get_module
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _use_device(device: str) -> None:
     missing: dict[str, str] = {}
     if device != "cpu":
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-        for backend in BACKENDS:
+        for backend in backend_names():
             reason = get_module(backend, "device").cuda_missing()
             if reason is not None:
                 missing[backend] = reason
@@ -106,7 +106,7 @@ def _use_device(device: str) -> None:
     os.environ[devices.ENV_VAR] = resolved
     if resolved == devices.current():
         return
-    for backend in BACKENDS:
+    for backend in backend_names():
         get_module(backend, "device").use(resolved)
     devices.set_current(resolved)
 

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, available_methods, fit
-from ppl_bnn.engine.registry import BACKENDS
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import METHODS, backend_options, get_method, make_options
 from ppl_bnn.methods.base import option_backends
 from ppl_bnn.methods.nuts import NUTSOptions
 from ppl_bnn.methods.sgld import SGLDOptions
 from ppl_bnn.methods.svi import SVIOptions
+
+BACKENDS = backend_names()
 
 
 @pytest.fixture(scope="module")

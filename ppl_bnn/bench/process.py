@@ -39,6 +39,7 @@ from ppl_bnn.bench.record import (
 )
 from ppl_bnn.bench.replaced import set_aside
 from ppl_bnn.bench.staging import install, share
+from ppl_bnn.engine.registry import declaration
 from ppl_bnn.files import staging_dir
 from ppl_bnn.methods import get_method
 from ppl_bnn.runtime import cpu_count
@@ -115,17 +116,19 @@ def _keep_unreadable_record(final: Path, staging: Path) -> None:
 
 
 def cell_profile(cell: Cell | Probe, threads: int) -> Profile:
-    """The worker a cell needs: ``threads``, and for NumPyro as many host devices as chains
-    where they may run in parallel on them (``chain_method`` ``"auto"`` or ``"parallel"``:
-    ``nuts`` and ``hmc``), else one. A vectorised sampler (``mclmc``, SG-MCMC, a reference's
-    chains) gets one device: XLA splits its thread pool between host devices, and 16 of them
-    made a batch of 16 vectorised MCLMC chains on bostonHousing 2.2 times slower on two cores.
-    Pyro's cells run on any worker of their thread budget."""
+    """The worker a cell needs: ``threads``, and on a backend that runs chains in parallel
+    (:attr:`~ppl_bnn.engine.registry.BackendDeclaration.parallel_chains`: NumPyro) as many host
+    devices as chains where they may run in parallel on them (``chain_method`` ``"auto"`` or
+    ``"parallel"``: ``nuts`` and ``hmc``), else one. A vectorised sampler (``mclmc``,
+    SG-MCMC, a reference's chains) gets one device: XLA splits its thread pool between host
+    devices, and 16 of them made a batch of 16 vectorised MCLMC chains on bostonHousing 2.2
+    times slower on two cores. Other backends' cells run on any worker of their thread
+    budget."""
     if isinstance(cell, Probe):
         return Profile(threads, cell.host_devices(threads))
-    if cell.backend != "numpyro":
+    if not declaration(cell.backend).parallel_chains:
         return Profile(threads)
-    fields = {f.name for f in dataclasses.fields(get_method(cell.method, "numpyro").options)}
+    fields = {f.name for f in dataclasses.fields(get_method(cell.method, cell.backend).options)}
     chain_method = cell.options.get("chain_method", "auto")
     if "chain_method" not in fields or chain_method not in PARALLEL_CHAIN_METHODS:
         return Profile(threads, 1)

@@ -151,10 +151,10 @@ from ppl_bnn.bench.tuning import (
 )
 from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
-from ppl_bnn.engine.registry import BACKENDS
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import get_method
+from ppl_bnn.reference import REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
-from ppl_bnn.reference import ReferenceSettings
 from ppl_bnn.report.equivalence import Margins
 
 __all__ = [
@@ -379,7 +379,7 @@ class Suite:
             dataset=entry.name,
             split=split,
             method=settings.engine,
-            backend="numpyro",
+            backend=REFERENCE_BACKEND,
             seed=settings.seed,
             model=merge_model(self.model, entry.model),
             options=settings.engine_options(),
@@ -516,10 +516,11 @@ def parse_suite(
     for key in ("name", "datasets", "methods"):
         if key not in raw:
             raise SuiteError(f"{where}: missing required key {key!r}")
-    backends = tuple(check_list(where, raw, "backends", BACKENDS))
+    known = backend_names()
+    backends = tuple(check_list(where, raw, "backends", known))
     for backend in backends:
-        if backend not in BACKENDS:
-            raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(BACKENDS)}")
+        if backend not in known:
+            raise SuiteError(f"{where}: unknown backend {backend!r}; available: {list(known)}")
     auto = raw.get("seeds") == AUTO
     if isinstance(raw.get("seeds"), str) and not auto:
         raise SuiteError(f'{where}: seeds must be a list of seeds or "auto", got {raw["seeds"]!r}')
@@ -554,7 +555,7 @@ def parse_suite(
     )
     # Every option name and value must be accepted by its method on every backend it is given
     # for: the suite's backends and any other a [methods.<name>.<backend>] table names.
-    named = [b for table in methods.values() for b in table if b in BACKENDS]
+    named = [b for table in methods.values() for b in table if b in backend_names()]
     for entry in suite.datasets:
         for method in suite.methods:
             for backend in dict.fromkeys([*backends, *named]):
@@ -602,9 +603,9 @@ def _method_key(loc: str, key: Any, methods: Mapping[str, Any], tuned: bool = Fa
     method, _, backend = key.partition(".")
     if method not in methods:
         raise SuiteError(f"{loc}: {key!r} names no method of this suite ({list(methods)})")
-    if backend and backend not in BACKENDS and not (tuned and backend in CONTESTANTS):
+    if backend and backend not in backend_names() and not (tuned and backend in CONTESTANTS):
         more = " or tuned / untuned" if tuned else ""
-        raise SuiteError(f"{loc}: {key!r} names no backend ({list(BACKENDS)}){more}")
+        raise SuiteError(f"{loc}: {key!r} names no backend ({list(backend_names())}){more}")
 
 
 def _parse_dataset(

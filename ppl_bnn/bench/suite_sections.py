@@ -18,9 +18,9 @@ from ppl_bnn.bench.schema import (
     check_timeout,
 )
 from ppl_bnn.bench.tuning import parse_tuning
-from ppl_bnn.engine.registry import BACKENDS
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import available
-from ppl_bnn.reference import ENGINES, ReferenceSettings
+from ppl_bnn.reference import ENGINES, REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference.chains import MIN_CHAINS
 from ppl_bnn.report.equivalence import Margins
 
@@ -49,10 +49,10 @@ def parse_methods(where: str, raw: Any) -> dict[str, dict[str, Any]]:
         for key, value in table.items():
             if key == "tune":
                 parse_tuning(f"{where} [methods.{method}.tune]", value, method)
-            elif isinstance(value, dict) and key not in BACKENDS:
+            elif isinstance(value, dict) and key not in backend_names():
                 raise SuiteError(
                     f"{where} [methods.{method}]: sub-table {key!r} is not a backend "
-                    f"({list(BACKENDS)}) nor tune"
+                    f"({list(backend_names())}) nor tune"
                 )
             elif isinstance(value, dict) and "tune" in value:
                 raise SuiteError(
@@ -88,7 +88,7 @@ def parse_reference(where: str, table: Any) -> ReferenceSettings | None:
         settings = ReferenceSettings(**{**table, "timeout_s": check_timeout(loc, table, 1800.0)})
     except ValueError as err:
         raise SuiteError(f"{loc}: {err}") from err
-    check_options(loc, settings.engine, "numpyro", settings.engine_options())
+    check_options(loc, settings.engine, REFERENCE_BACKEND, settings.engine_options())
     return settings
 
 

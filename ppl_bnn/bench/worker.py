@@ -30,7 +30,6 @@ from typing import Any
 import threadpoolctl
 
 from ppl_bnn import devices
-from ppl_bnn.backends.numpyro.compile_cache import compile_counter, enable_jax_cache
 from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_arguments
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
@@ -38,6 +37,8 @@ from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
 from ppl_bnn.data import load_dataset
+from ppl_bnn.engine.contracts import Compilations
+from ppl_bnn.engine.registry import backend_names, get_backend
 from ppl_bnn.files import import_arviz, write_atomic
 from ppl_bnn.fit import fit
 from ppl_bnn.methods import get_method, shared
@@ -98,14 +99,12 @@ def run(
     record = base_record(cell, attempt)
     record.update(threads=threads, jax_cache=jax_cache, worker=worker or {})
     start = now()
-    numpyro = cell.backend == "numpyro"
-    compiles = compile_counter().snapshot() if numpyro else None
+    compilations = None
     fitting = 0.0  # seconds inside fit, the tuning grid's fits included
     try:
-        if numpyro:
-            # The suite's shared cache, or none (--no-jax-cache): never the user's own directory.
-            configure_runtime(jax_cache=jax_cache or False)
-            enable_jax_cache()
+        # The suite's shared cache, or none (--no-jax-cache): never the user's own directory.
+        configure_runtime(jax_cache=jax_cache or False)
+        compilations = get_backend(cell.backend).fit_compilations()  # this cell's, tuning too
         data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
         record["data_sha256"] = data_fingerprint(data)  # what the cell is fit on
         settings, options, tuning = cell.model, cell.options, None
@@ -155,7 +154,7 @@ def run(
     except Exception as err:  # every failure is recorded, never raised
         logger.exception("cell %s failed", cell.cell_id)
         record.update(status="failed", error=_error(err))
-    _finish_record(record, now() - start, fitting, compiles, warnings)
+    _finish_record(record, now() - start, fitting, compilations, warnings)
     write_record(out_dir, record)
     return record
 
@@ -164,15 +163,19 @@ def _finish_record(
     record: dict[str, Any],
     wall: float,
     fitting: float,
-    compiles: Any,
+    compilations: Compilations | None,
     warnings: list[str] | None,
 ) -> None:
     """A cell's record completed: its wall time, its time outside fit (loading data,
     evaluating, writing its files), its compilations and its logged warnings."""
     record["timings"]["cell_wall"] = wall
     record["timings"]["overhead"] = wall - fitting
-    if compiles is not None:  # this cell's, not the worker's since it started
-        record["compilation"] = compile_counter().counts_since(compiles)
+    if compilations is not None:  # this cell's, not the worker's since it started
+        counts = compilations.finish()
+        record["compilation"] = {
+            "xla_compiles": counts["compiles"],
+            "jax_cache_hits": counts["cache_hits"],
+        }
     if warnings:
         record["warnings"] = list(warnings)
     record["finished_at"] = timestamp()
@@ -277,14 +280,13 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
 
 
 def preload() -> None:
-    """Import what every cell needs, once: both backends, their libraries, ArviZ and netCDF
+    """Import what every cell needs, once: every backend, their libraries, ArviZ and netCDF
     I/O, scikit-learn's data sets (the pool's fork server does, before it forks workers)."""
     import h5netcdf  # noqa: F401
     import sklearn.datasets  # noqa: F401
 
-    import ppl_bnn.backends.numpyro.ops
-    import ppl_bnn.backends.pyro.ops  # noqa: F401
-
+    for backend in backend_names():
+        get_backend(backend)
     import_arviz()
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import numpy as np
 
@@ -13,13 +14,30 @@ from ppl_bnn.engine.registry import get_backend
 if TYPE_CHECKING:  # types only: the model sits above this layer
     from ppl_bnn.model.bnn import BNN
     from ppl_bnn.model.dropout import Dropout
+    from ppl_bnn.model.program import PPL
     from ppl_bnn.model.spec import BNNSpec
+
+
+def protocol_members(protocol: type) -> tuple[str, ...]:
+    """The attributes, properties and methods a Protocol class declares, its bases' included
+    (what a class or module must have to satisfy it), sorted."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls in (object, Protocol, Generic):
+            continue
+        names |= set(getattr(cls, "__annotations__", {}))
+        names |= {
+            n for n, v in vars(cls).items() if inspect.isfunction(v) or isinstance(v, property)
+        }
+    return tuple(sorted(n for n in names if not n.startswith("_")))
 
 
 class Backend(Protocol):
     """What every backend's ``ops`` module provides."""
 
     name: str
+    #: The PPL the one model program is written against (:class:`~ppl_bnn.model.program.PPL`).
+    ppl: PPL
 
     def model(self, spec: BNNSpec, dropout: Dropout | None = None) -> Any:
         """The model callable ``model(x, y=None)`` of this PPL; with ``dropout``, the network

@@ -75,11 +75,13 @@ def get_method(name: str, backend: str) -> Method:
     if name not in _BY_NAME:
         raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(_BY_NAME))}")
     method = _BY_NAME[name]
-    if backend not in method.backends:
-        why = method.unavailable.get(backend)
+    missing = method.missing_on(backend)
+    if missing:
+        why = f"; {method.unavailable}" if method.unavailable else ""
         raise ValueError(
-            f"method {name!r} is not available on backend {backend!r}"
-            f"{': ' + why if why else ''}; it runs on: {', '.join(method.backends)}"
+            f"method {name!r} is not available on backend {backend!r}: it declares no "
+            f"{' and no '.join(map(repr, missing))}{why}; it runs on: "
+            f"{', '.join(method.backends) or 'no backend'}"
         )
     return method
 

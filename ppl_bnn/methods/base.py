@@ -8,9 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
-from ppl_bnn.engine.registry import BACKENDS, check_backend, get_driver, has_driver
+from ppl_bnn.engine.contracts import protocol_members
+from ppl_bnn.engine.registry import backend_names, declaration, get_driver
 from ppl_bnn.methods import shared
 from ppl_bnn.methods.output import RunOutput
 
@@ -45,6 +46,50 @@ def option_backends(options: type) -> dict[str, str]:
     return {f.name: f.metadata[BACKEND_ONLY] for f in fields(options) if BACKEND_ONLY in f.metadata}
 
 
+class MethodOptions(Protocol):
+    """What ``fit`` reads of every method's options dataclass, before it runs
+    (:mod:`ppl_bnn.methods.memory`)."""
+
+    @property
+    def kept_draws(self) -> int:
+        """The draws the result holds (all chains)."""
+
+    def matrix_floats(self, num_weights: int) -> int:
+        """The floats of the method's covariance, mass matrix or deviations at
+        ``num_weights`` weights (0 where it has none)."""
+
+
+class NearModeOptions(MethodOptions, Protocol):
+    """The options of a method that predicts near modes (``Method.predicts_near_modes``)."""
+
+    def kept_iterate(self, num_data: int) -> str:
+        """Which iterate the fit keeps at ``num_data`` training points: ``"validation"`` (the
+        best on a held-out share, early stopping) or ``"lowest"`` (the lowest loss)."""
+
+
+class GuideOptions(MethodOptions, Protocol):
+    """The options the ``autoguide`` driver reads: the guide by name."""
+
+    GUIDE: ClassVar[str]
+
+
+class KernelOptions(MethodOptions, Protocol):
+    """The options the ``sgmcmc`` driver reads: ``kernel(...) -> (init, step)``, a pure pair of
+    functions of the sampler state (:mod:`ppl_bnn.methods.sgmcmc`)."""
+
+    def kernel(self, *args: Any, **kwargs: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """The sampler's ``(init, step)``, with the framework's elementwise functions given."""
+
+
+#: The options protocol each driver reads, beyond :class:`MethodOptions`.
+DRIVER_OPTIONS: dict[str, type] = {"autoguide": GuideOptions, "sgmcmc": KernelOptions}
+
+
+def options_missing(options: type, protocol: type) -> tuple[str, ...]:
+    """The members of ``protocol`` that the options class ``options`` lacks."""
+    return tuple(m for m in protocol_members(protocol) if not hasattr(options, m))
+
+
 #: ``(name, target, options, seed) -> RunOutput``: drivers and backend-neutral run functions.
 RunFunction = Callable[..., RunOutput]
 
@@ -53,9 +98,11 @@ RunFunction = Callable[..., RunOutput]
 class Method:
     """One inference method: its options, its family, and how it runs on each backend.
 
-    A method runs either through a *driver* that every backend folder may provide
-    (``ppl_bnn/backends/<backend>/<driver>.py``, e.g. ``autoguide``), configured by the method's
-    options class, or through a backend-neutral ``run`` (e.g. an ensemble of another method).
+    A method runs either through a *driver* that a backend may declare
+    (``ppl_bnn/backends/<backend>/<driver>.py``, e.g. ``autoguide``; see
+    :class:`~ppl_bnn.engine.registry.BackendDeclaration`), configured by the method's options
+    class, or through a backend-neutral ``run`` (e.g. an ensemble of another method) that uses
+    the drivers and modules it ``requires``. It runs on the backends that declare them.
 
     Attributes:
         name: What ``fit(..., method=name)`` takes.
@@ -65,6 +112,7 @@ class Method:
         smoke: Options for a tiny, fast fit (the conformance tests run every method with them).
         driver: The backend driver that runs it, or None when ``run`` is given.
         run: A backend-neutral run function ``(name, target, options, seed)``.
+        requires: The drivers and modules ``run`` uses on the target's backend.
         exact: A Markov chain with a Metropolis correction on the full-data posterior, exact
             in the limit of many draws (reports show its rank plots and weight summaries).
         learns_hyperparameters: It maximises an objective over which a learned prior's
@@ -87,8 +135,8 @@ class Method:
             tuned on a validation split (:mod:`ppl_bnn.bench.tuning`) beside its default.
         tuning_grid: The values of ``tuned_by_default[0]`` that ``compare(..., tune="auto")``
             chooses from on a validation split.
-        unavailable: Backend -> why the method does not run there, for a backend that has no
-            driver for it (``mclmc`` on Pyro); the error that refuses it says so.
+        unavailable: Why a backend without its driver has none (``mclmc``: BlackJAX runs on
+            JAX only); the error that refuses such a backend says so.
     """
 
     name: str
@@ -98,6 +146,7 @@ class Method:
     smoke: Mapping[str, Any]
     driver: str | None = None
     run: RunFunction | None = None
+    requires: tuple[str, ...] = ()
     exact: bool = False
     learns_hyperparameters: bool = False
     records_curves: bool = False
@@ -106,20 +155,45 @@ class Method:
     predicts_near_modes: bool = False
     tuned_by_default: tuple[str, ...] = ()
     tuning_grid: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    unavailable: Mapping[str, str] = field(default_factory=dict)
+    unavailable: str = ""
 
     def __post_init__(self) -> None:
         if (self.driver is None) == (self.run is None):
             raise ValueError(f"method {self.name!r} needs exactly one of driver= and run=")
-        for backend in self.unavailable:
-            check_backend(backend)
+        if self.driver is not None and self.requires:
+            raise ValueError(f"method {self.name!r}: requires= is for a run=, not a driver")
+        for protocol in self.options_protocols():
+            missing = options_missing(self.options, protocol)
+            if missing:
+                raise TypeError(
+                    f"method {self.name!r}: its options class {self.options.__name__} has no "
+                    f"{', '.join(missing)} ({protocol.__name__}, ppl_bnn.methods.base)"
+                )
+
+    def options_protocols(self) -> tuple[type, ...]:
+        """The protocols its options class satisfies: :class:`MethodOptions`, and those its
+        driver and :attr:`predicts_near_modes` read."""
+        out: list[type] = [MethodOptions]
+        if self.driver in DRIVER_OPTIONS:
+            out.append(DRIVER_OPTIONS[self.driver])
+        if self.predicts_near_modes:
+            out.append(NearModeOptions)
+        return tuple(out)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The drivers and modules a backend must declare to run it."""
+        return self.requires if self.driver is None else (self.driver,)
+
+    def missing_on(self, backend: str) -> tuple[str, ...]:
+        """What of :attr:`needs` backend ``backend`` does not declare."""
+        declared = declaration(backend)
+        return tuple(n for n in self.needs if n not in (*declared.drivers, *declared.modules))
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """The backends it runs on."""
-        if self.driver is None:
-            return BACKENDS
-        return tuple(b for b in BACKENDS if has_driver(b, self.driver))
+        """The backends it runs on: those that declare what it needs."""
+        return tuple(b for b in backend_names() if not self.missing_on(b))
 
     def run_on(self, backend: str) -> RunFunction:
         """``(name, target, options, seed) -> RunOutput`` on ``backend``: its backend's driver,

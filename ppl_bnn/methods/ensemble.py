@@ -109,6 +109,7 @@ METHOD = Method(
     family=Family.ENSEMBLE,
     smoke={"num_steps": 20, "num_members": 2},
     run=run,
+    requires=("autoguide",),
     predicts_near_modes=True,
     learns_hyperparameters=True,
 )

@@ -48,7 +48,6 @@ Bayesian, Even Just a Bit, Fixes Overconfidence in ReLU Networks. ICML 2020.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +58,7 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from ppl_bnn.engine.registry import check_backend
+from ppl_bnn.engine.registry import get_module
 from ppl_bnn.model.flat import FlatLayout, network_sites, sites_layout
 from ppl_bnn.model.spec import BNNSpec
 
@@ -117,8 +116,7 @@ def layer_groups(spec: BNNSpec, names: tuple[str, ...]) -> np.ndarray:
 
 def jacobian_op(backend: str) -> Any:
     """The backend's ``jacobian(spec, params, x, wrt) -> (f, J)``."""
-    module = importlib.import_module(f"ppl_bnn.backends.{check_backend(backend)}.jacobian")
-    return module.jacobian
+    return get_module(backend, "jacobian").jacobian
 
 
 @dataclass(frozen=True)

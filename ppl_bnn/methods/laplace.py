@@ -312,5 +312,6 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
+    requires=("autoguide", "jacobian", "linearised"),
     starts_from="map",
 )

@@ -122,5 +122,5 @@ METHOD = Method(
     smoke={"num_warmup": 20, "num_samples": 5, "thinning": 2, "num_chains": 2},
     driver="mams",
     exact=True,  # a Metropolis test on the full-data posterior
-    unavailable={"pyro": "BlackJAX's adjusted MCLMC runs on JAX; there is no Pyro implementation"},
+    unavailable="BlackJAX's adjusted MCLMC runs on JAX only",
 )

@@ -233,6 +233,7 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
+    requires=("autoguide",),
     learns_hyperparameters=True,
     tuned_by_default=("dropout_rate", "concrete"),
     tuning_grid={"dropout_rate": TUNING_RATES},

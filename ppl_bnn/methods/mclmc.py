@@ -131,5 +131,5 @@ METHOD = Method(
     smoke={"num_warmup": 20, "num_samples": 5, "thinning": 2, "num_chains": 2},
     driver="mclmc",
     exact=False,  # no Metropolis test: a bias that the step size controls
-    unavailable={"pyro": "BlackJAX's MCLMC runs on JAX; there is no Pyro implementation"},
+    unavailable="BlackJAX's MCLMC runs on JAX only",
 )

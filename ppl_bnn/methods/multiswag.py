@@ -49,5 +49,6 @@ METHOD = Method(
     family=Family.ENSEMBLE,
     smoke={**swag.METHOD.smoke, "num_members": 2},
     run=run,
+    requires=("autoguide", "sgmcmc"),
     predicts_near_modes=True,
 )

@@ -62,6 +62,7 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_draws": 5, "init_map_steps": 20},
     run=run,
+    requires=("autoguide",),
     learns_hyperparameters=True,
     records_curves=True,
 )

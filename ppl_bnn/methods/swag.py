@@ -310,5 +310,6 @@ METHOD = Method(
     family=Family.OPTIMISATION,
     smoke={"num_steps": 30, "num_snapshots": 4, "rank": 2, "collect_every": 2, "num_draws": 5},
     run=run,
+    requires=("autoguide", "sgmcmc"),
     predicts_near_modes=True,
 )

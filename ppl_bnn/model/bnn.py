@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import DEFAULT_BACKEND, get_backend
 from ppl_bnn.model.layers import Layer
 from ppl_bnn.model.priors import Prior
 from ppl_bnn.model.spec import DEFAULT_PRIOR, BNNSpec
@@ -192,7 +192,7 @@ class BNN:
         """``params`` validated against the spec's sites (names, shapes, finiteness, support)."""
         return check_params(self.spec, params)
 
-    def log_density(self, params: Mapping[str, object], backend: str = "numpyro") -> float:
+    def log_density(self, params: Mapping[str, object], backend: str = DEFAULT_BACKEND) -> float:
         """Log joint ``log p(theta) + sum_i log p(y_i | x_i, theta)``, by ``backend``'s model."""
         impl = get_backend(backend)
         checked = self.check_params(params)
@@ -200,7 +200,7 @@ class BNN:
         return impl.log_density(self.spec, x, y, checked)
 
     def grad_log_density(
-        self, params: Mapping[str, object], backend: str = "numpyro"
+        self, params: Mapping[str, object], backend: str = DEFAULT_BACKEND
     ) -> dict[str, np.ndarray]:
         """Gradient of :meth:`log_density` with respect to every site."""
         impl = get_backend(backend)

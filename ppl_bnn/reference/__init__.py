@@ -106,6 +106,8 @@ DIAGNOSTICS = (
     "floor_agreement_random", "rhat_across", "rhat_within_median", "ess_within_median",
     "divergences", "max_tree_depth_share",
 )  # fmt: skip
+#: The backend a reference's chains run on: its engines' MCLMC and ensemble starts are JAX's.
+REFERENCE_BACKEND = "numpyro"
 #: Libraries whose versions are part of the cache key.
 KEY_VERSIONS = ("numpyro", "blackjax", "jax", "jaxlib")
 #: Statuses of a run that produced draws; ``failed``, ``timeout`` and ``infeasible`` did not.
@@ -199,7 +201,7 @@ class ReferenceSettings:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
 
     def engine_options(self) -> dict[str, Any]:
-        """The options of one batch's ``fit(model, engine, backend="numpyro", ...)``."""
+        """The options of one batch's ``fit(model, engine, backend=REFERENCE_BACKEND, ...)``."""
         options = {k: getattr(self, k) for k in ENGINE_DEFAULTS[self.engine]}
         options.update(num_chains=self.chains_per_batch, init="ensemble")
         if self.engine == "nuts":

@@ -19,7 +19,7 @@ import numpy as np
 
 from ppl_bnn.fit import fit
 from ppl_bnn.model.bnn import BNN
-from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference import REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference.chains import (
     ChainAssessment,
     ChainSummary,
@@ -84,7 +84,7 @@ def sample_reference(
     trace: list[dict[str, float]] = []
     while True:
         seed = child_seed(settings.seed, f"reference_batch{len(batches)}")
-        batches.append(fit(model, settings.engine, backend="numpyro", seed=seed,
+        batches.append(fit(model, settings.engine, backend=REFERENCE_BACKEND, seed=seed,
                            **settings.engine_options()))  # fmt: skip
         summaries.append(summarise_chains(batches[-1], x_test))
         joined = ChainSummary.join(summaries)

@@ -41,6 +41,7 @@ from ppl_bnn.bench.record import (
     read_attempts,
 )
 from ppl_bnn.bench.replaced import read_replaced
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.files import netcdf_problem
 from ppl_bnn.methods import method_names
 from ppl_bnn.methods.base import Family
@@ -54,7 +55,8 @@ ID_COLUMNS = ("cell_id", "suite", "dataset", "split", "method", "backend", "seed
 #: Canonical order of methods in tables, legends and colours: the method table's
 #: (:data:`ppl_bnn.methods.METHODS`); methods not in it follow alphabetically.
 METHOD_ORDER = method_names()
-BACKEND_ORDER = ("numpyro", "pyro")
+#: Backends in the registry's order (the built-in ones first).
+BACKEND_ORDER = backend_names()
 #: Methods whose draws come from Markov chains: they get the sampler diagnostics tables.
 SAMPLERS = method_names(Family.MARKOV_CHAIN)
 _REGRESSION_KEYS = {"rmse", "test_ll", "crps", "coverage_90"}

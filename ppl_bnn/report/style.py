@@ -4,7 +4,7 @@ method of the table its own), a marker and a line style per backend."""
 from __future__ import annotations
 
 from ppl_bnn.bench.cell import TUNED_SUFFIX, base_method
-from ppl_bnn.report.load import METHOD_ORDER
+from ppl_bnn.report.load import BACKEND_ORDER, METHOD_ORDER
 
 _PALETTE = [
     "#1f77b4",
@@ -25,8 +25,9 @@ _PALETTE = [
     "#3182bd",
     "#e6550d",
 ]
-_MARKERS = {"numpyro": "o", "pyro": "s"}
-_LINESTYLES = {"numpyro": "-", "pyro": "--"}
+#: Markers and line styles, one per backend in :data:`BACKEND_ORDER`, then the last for any other.
+_MARKERS = ("o", "s", "^")
+_LINESTYLES = ("-", "--", ":")
 
 
 #: A tuned contestant's colour: its method's, this much of the way to black.
@@ -50,11 +51,16 @@ def method_color(method: str) -> str:
     return _PALETTE[(len(METHOD_ORDER) + sum(map(ord, method))) % len(_PALETTE)]
 
 
+def _per_backend(backend: str, styles: tuple[str, ...]) -> str:
+    order = BACKEND_ORDER.index(backend) if backend in BACKEND_ORDER else len(styles)
+    return styles[min(order, len(styles) - 1)]
+
+
 def backend_marker(backend: str) -> str:
-    """A fixed marker per backend."""
-    return _MARKERS.get(backend, "^")
+    """A fixed marker per backend (circles for NumPyro, squares for Pyro)."""
+    return _per_backend(backend, _MARKERS)
 
 
 def backend_linestyle(backend: str) -> str:
     """A fixed line style per backend (solid NumPyro, dashed Pyro)."""
-    return _LINESTYLES.get(backend, ":")
+    return _per_backend(backend, _LINESTYLES)

@@ -64,7 +64,10 @@ def test_a_chain_started_where_the_density_is_not_finite_is_dropped(model, monke
 
 
 def test_pyro_is_refused_with_the_reason(model):
-    with pytest.raises(ValueError, match=r"'mams' is not available on backend 'pyro': BlackJAX"):
+    with pytest.raises(
+        ValueError,
+        match=r"'mams' is not available on backend 'pyro': it declares no 'mams'; BlackJAX",
+    ):
         fit(model, "mams", backend="pyro", **OPTIONS)
 
 

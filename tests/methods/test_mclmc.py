@@ -183,8 +183,8 @@ def test_what_makes_a_chain_frozen(step_size, inverse_mass, positions, finite, r
 
 
 def test_pyro_is_refused_with_the_reason(model):
-    reason = r"'mclmc' is not available on backend 'pyro': BlackJAX's MCLMC runs on JAX; "
-    with pytest.raises(ValueError, match=reason + "there is no Pyro implementation"):
+    reason = r"'mclmc' is not available on backend 'pyro': it declares no 'mclmc'; BlackJAX's "
+    with pytest.raises(ValueError, match=reason + r"MCLMC runs on JAX only; it runs on: numpyro"):
         get_method("mclmc", "pyro")
     with pytest.raises(ValueError, match=reason):
         fit(model, "mclmc", backend="pyro", **OPTIONS)

@@ -10,8 +10,10 @@ import pytest
 from scipy import stats
 
 from ppl_bnn import BNN, layers, priors
-from ppl_bnn.engine.registry import BACKENDS
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.model.targets import class_indices
+
+BACKENDS = backend_names()
 
 
 @pytest.fixture

@@ -1,2 +1,14 @@
-"""NumPyro (JAX) backend: ``ops`` (the model program and array operations) and the drivers
-``autoguide`` (SVI), ``hmc`` (NUTS/HMC) and ``sgmcmc`` (SG-MCMC under ``lax.scan``)."""
+"""NumPyro (JAX) backend: ``ops`` (the model program and array operations), the drivers
+``autoguide`` (SVI), ``meanfield`` (the mean-field estimators), ``hmc`` (NUTS/HMC), ``mclmc``,
+``mams`` and ``sgmcmc`` (SG-MCMC under ``lax.scan``), and the modules ``linearised``,
+``jacobian`` and ``device``. Importing this package imports no JAX: only :data:`BACKEND`."""
+
+from ppl_bnn.engine.registry import BackendDeclaration
+
+BACKEND = BackendDeclaration(
+    name="numpyro",
+    framework="JAX",
+    drivers=("autoguide", "meanfield", "hmc", "mclmc", "mams", "sgmcmc"),
+    modules=("linearised", "jacobian", "device"),
+    parallel_chains=True,
+)

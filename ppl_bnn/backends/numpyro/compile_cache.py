@@ -191,12 +191,6 @@ class CompileCounter:
         """``(compiles, cache_hits)`` so far."""
         return self.compiles, self.cache_hits
 
-    def counts_since(self, start: tuple[int, int]) -> dict[str, int]:
-        """The counts since :meth:`snapshot` gave ``start``, as a benchmark record stores
-        them."""
-        compiles, hits = (b - a for a, b in zip(start, self.snapshot(), strict=True))
-        return {"xla_compiles": compiles, "jax_cache_hits": hits}
-
 
 def compile_counter() -> CompileCounter:
     """This process's one :class:`CompileCounter`, created (and its listener registered) once."""
