@@ -19,6 +19,7 @@ import torch
 from ppl_bnn import BNN, configure_runtime, devices, fit
 from ppl_bnn.backends.pyro.device import generator, to_numpy
 from ppl_bnn.cli import main
+from ppl_bnn.engine.registry import backend_names
 
 pytestmark = pytest.mark.skipif(
     torch.cuda.is_available(), reason="these tests check the behaviour of a machine without a GPU"
@@ -65,7 +66,7 @@ def test_an_unknown_device_is_refused(device: object) -> None:
         configure_runtime(device=device)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_a_fit_records_its_device(backend: str) -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(20, 2))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
 
 FITS = {
@@ -28,7 +29,7 @@ def model() -> BNN:
 
 
 @pytest.mark.parametrize("method", list(FITS))
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_conv_bnn_fits_predicts_and_round_trips(model, backend, method, tmp_path):
     options = {**FITS[method], **BACKEND_OPTIONS[backend].get(method, {})}
     result = fit(model, method, backend=backend, seed=0, **options)

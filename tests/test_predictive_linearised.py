@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.layers import AvgPool2d, Conv2d, Dense, Flatten
 from ppl_bnn.methods.base import Method, RunOutput
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
 from ppl_bnn.results import ResultFileError
 
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 
 
 def _params(spec, rng, lead, scale=1.0):

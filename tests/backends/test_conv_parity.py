@@ -10,7 +10,7 @@ import torch
 from ppl_bnn import BNN
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
 from ppl_bnn.backends.pyro.ops import PPL_PYRO
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import backend_names, get_backend
 from ppl_bnn.layers import AvgPool2d, Conv2d, Dense, Flatten, MaxPool2d
 from ppl_bnn.model.program import forward
 
@@ -181,7 +181,7 @@ def test_conv_parity_is_sensitive_to_the_filters():
     np.testing.assert_allclose(after["numpyro"], after["pyro"], rtol=RTOL)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_forward_over_draws_equals_single_forwards(backend):
     """The program's forward pass with draws (S, ...) on shared images equals S single passes,
     and the backend's forward over draws gives the same."""

@@ -8,7 +8,7 @@ import pytest
 import ppl_bnn.engine.contracts as backends_base
 from ppl_bnn import BNN
 from ppl_bnn.engine.contracts import draws_per_batch
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import backend_names, get_backend
 
 
 def _reference(params: dict[str, np.ndarray], x: np.ndarray, layers: int) -> np.ndarray:
@@ -24,7 +24,7 @@ def _reference(params: dict[str, np.ndarray], x: np.ndarray, layers: int) -> np.
 
 
 @pytest.mark.parametrize("draws", [1, 7])
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_batched_forward_over_draws_matches_each_draw(backend, draws, monkeypatch):
     """With the tests' two JAX host devices, NumPyro's 7 draws go 4 + 4 (one repeated) to the
     two devices, each in batches of 2; a single draw stays on one device."""

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
+from ppl_bnn.engine.registry import backend_names
+
 #: The Cholesky factor: ones below the diagonal, DIAGONAL on it, so that a draw's coordinates are
 #: nearly equal. Each coordinate's float32 rounding (about 1e-7) is then divided by 1e-9 in a
 #: solve of L^{-1}(z - mu), which returns noise of order 1e9 instead of the draw's own.
@@ -71,7 +73,7 @@ def _pyro_log_q(seed: int) -> float:
     return float(trace.log_prob_sum().detach())
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_the_full_covariance_guide_scores_its_own_draws_exactly(backend):
     log_q = _numpyro_log_q if backend == "numpyro" else _pyro_log_q
     squared = [_squared_noise(log_q(seed)) for seed in range(DRAWS)]

@@ -13,6 +13,7 @@ import pytest
 from ppl_bnn.bench import pool
 from ppl_bnn.bench.record import read_records
 from ppl_bnn.bench.runner import run_suite
+from ppl_bnn.engine.registry import backend_names
 from tests.bench.conftest import tiny_suite
 from tests.bench.faulty_worker import FAULTS_VAR
 
@@ -48,7 +49,7 @@ def test_seeds_of_a_program_share_a_worker_and_its_compiled_programs(
         assert timings["overhead"] == pytest.approx(timings["cell_wall"] - timings["total"])
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_a_warm_worker_gives_the_result_of_a_new_one(
     tmp_path: Path, jax_cache: str, new_pool: None, backend: str
 ) -> None:

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import HessianError
 from tests.closed_form import flat_draws, linear_problem
 
 pytestmark = pytest.mark.runtime(105)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 
 
 @pytest.fixture(scope="module")

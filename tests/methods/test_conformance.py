@@ -22,6 +22,7 @@ import pytest
 
 import ppl_bnn.methods
 from ppl_bnn import BNN, FitResult, fit, priors
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import METHODS, make_options
 from ppl_bnn.methods.base import Family, Method
 
@@ -119,7 +120,7 @@ def test_bad_option_values_are_rejected(model, method):
         fit(model, method.name, **{**method.smoke, name: -1})
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_hmc_num_steps_is_fixed_on_both_backends(model, backend):
     """A fixed ``num_steps`` stays fixed while the step size adapts (Pyro would otherwise keep
     the trajectory length and grow the number of steps)."""

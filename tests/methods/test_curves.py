@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, FitResult, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.curves import (
     CURVE_KEY,
     CURVE_POINTS,
@@ -19,7 +20,7 @@ from ppl_bnn.methods.meanfield import monte_carlo_kl
 from ppl_bnn.methods.svi import SVIOptions
 from ppl_bnn.predictive import log_likelihood_per_draw, predictive_at
 
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 ESTIMATORS = ("reparam", "local_reparam")
 
 

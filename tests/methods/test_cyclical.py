@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.csghmc import CSGHMCOptions
 from ppl_bnn.methods.csgld import CSGLDOptions
@@ -68,7 +69,7 @@ def problem():
 
 
 @pytest.mark.parametrize("method", ["csgld", "csghmc"])
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_kept_draws_and_their_step_sizes_alike_on_both_backends(problem, method, backend):
     result = fit(problem.model, method, backend=backend, seed=0, **SMALL)
     assert result.draws["w0"].shape == (1, 4, 2, 1)
@@ -90,7 +91,7 @@ def _ess_and_check(draws: np.ndarray, problem, bias: float) -> None:
 
 
 @pytest.mark.parametrize("method", ["csgld", "csghmc"])
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_cyclical_sgmcmc_matches_the_exact_posterior(problem, method, backend):
     # Step sizes in the sampling phases stay below step_size / 2 = 0.005: an Euler bias of the
     # variance of at most 0.005 / (4 * 0.024) = 5%.
@@ -109,7 +110,7 @@ def test_cyclical_sgmcmc_matches_the_exact_posterior(problem, method, backend):
     _ess_and_check(flat_draws(result.draws).reshape(-1, 3), problem, bias=0.05)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_a_breakdown_while_exploring_keeps_nothing_and_says_so(problem, backend):
     with pytest.raises(DivergedError, match=r"before any draw was kept.*step_size=50"):
         fit(problem.model, "csgld", backend=backend, step_size=50.0, num_samples=8, num_cycles=2)

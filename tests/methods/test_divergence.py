@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import DivergedError, Method, RunOutput
 from ppl_bnn.methods.divergence import diverged
 from tests.closed_form import linear_problem
 
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 OPTIONS = {
     "svi": {"num_steps": 30, "num_draws": 5},
     "map": {"num_steps": 30},

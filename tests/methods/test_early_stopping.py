@@ -7,6 +7,7 @@ import pytest
 
 from ppl_bnn import BNN, fit
 from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.early_stopping import held_out_split
 from ppl_bnn.methods.laplace import LaplaceOptions
 from ppl_bnn.methods.map_estimate import EARLY_STOPPING_MIN_POINTS as MIN_POINTS
@@ -14,7 +15,7 @@ from ppl_bnn.methods.map_estimate import MAPOptions
 
 pytestmark = pytest.mark.runtime(20)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 STEPS = 1500
 
 

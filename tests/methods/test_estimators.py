@@ -13,6 +13,7 @@ import pytest
 
 from ppl_bnn import BNN, FitResult, fit
 from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.meanfield import closed_form_kl, monte_carlo_kl
 from ppl_bnn.methods.svi import SVIOptions
@@ -23,7 +24,7 @@ from tests.closed_form import linear_problem
 
 pytestmark = pytest.mark.runtime(110)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 PER_EXAMPLE = ["local_reparam", "flipout"]
 
 

@@ -8,6 +8,7 @@ import pytest
 from ppl_bnn import BNN, fit
 from ppl_bnn.data import load_dataset
 from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import map_estimate
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.initialisation import (
@@ -21,7 +22,7 @@ from ppl_bnn.seeding import child_seed
 
 pytestmark = pytest.mark.runtime(90)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 SEED = 5
 #: One Adam step moves each parameter by at most about the learning rate, whatever the gradient.
 FROZEN = {"num_steps": 1, "learning_rate": 1e-9, "num_draws": 2}

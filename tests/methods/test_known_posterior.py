@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from ppl_bnn import fit
+from ppl_bnn.engine.registry import backend_names
 from tests.closed_form import flat_draws, linear_problem
 
 pytestmark = pytest.mark.runtime(75)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 SAMPLERS = [
     pytest.param("nuts", {}, id="nuts"),
     # Quarter of the period of the whitened Gaussian's dynamics: near-independent draws.

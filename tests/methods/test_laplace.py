@@ -15,12 +15,13 @@ from scipy.stats import multivariate_normal
 
 from ppl_bnn import BNN, fit, priors
 from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.layers import Conv2d, Dense, Flatten, MaxPool2d
 from ppl_bnn.methods import ggn, laplace
 from ppl_bnn.methods.ggn import _Objective
 from tests.closed_form import flat_draws, linear_problem
 
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 
 
 # --- Bayesian linear regression: the GGN Laplace is exact ----------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import fit
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import backend_names, get_backend
 from ppl_bnn.methods.map_estimate import MAPOptions
 from ppl_bnn.methods.mcdropout import MCDropoutOptions
 from ppl_bnn.methods.optimisation import kept_step
@@ -14,7 +14,7 @@ from tests.closed_form import linear_problem
 
 pytestmark = pytest.mark.runtime(10)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 
 # Adam at this step size circles the mode of the linear posterior instead of settling: its
 # loss rises and falls, so the last iterate is not the lowest.

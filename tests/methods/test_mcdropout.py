@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit, layers, priors
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import backend_names, get_backend
 from ppl_bnn.methods.mcdropout import MCDropoutOptions, masked_draws
 from ppl_bnn.model.dropout import Dropout, dense_weights
 
-BACKENDS = ["numpyro", "pyro"]
+BACKENDS = backend_names()
 
 
 @pytest.fixture(scope="module")

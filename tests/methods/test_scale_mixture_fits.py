@@ -9,12 +9,13 @@ import pytest
 
 from ppl_bnn import BNN, FitResult, fit
 from ppl_bnn.engine.contracts import Target
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import get_method
 from ppl_bnn.priors import ScaleMixture
 
 pytestmark = pytest.mark.runtime(105)  # seconds on 2 cores: started first (tests/conftest.py)
 
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import BNN, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.sghmc import SGHMCOptions, SGHMCState, sghmc
 from ppl_bnn.methods.sgld import sgld
@@ -118,7 +119,7 @@ def _check_against_exact(result, problem, mean_tol=0.1, var_tol=0.2):
     assert np.all(np.abs(var_ratio - 1) < var_tol), var_ratio
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_full_batch_sghmc_matches_exact_posterior(problem, backend):
     kept = FULL_BATCH_KEPT[backend]
     result = fit(problem.model, "sghmc", backend=backend, seed=1, num_samples=kept, **FULL_BATCH)
@@ -131,7 +132,7 @@ def test_full_batch_sghmc_matches_exact_posterior(problem, backend):
     _check_against_exact(result, problem)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_minibatch_sghmc_matches_exact_posterior(problem, backend):
     kept = MINIBATCH_KEPT[backend]
     result = fit(problem.model, "sghmc", backend=backend, seed=2, num_samples=kept, **MINIBATCH)
@@ -146,7 +147,7 @@ def small_model():
     return BNN(x, x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=16), hidden=(3,), noise="learned")
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_same_seed_same_draws_different_seed_different_draws(small_model, backend):
     tiny = {"num_burnin": 10, "num_samples": 5, "thinning": 2, "batch_size": 8, "step_size": 1e-3}
     first = fit(small_model, "sghmc", backend=backend, seed=3, **tiny)
@@ -158,7 +159,7 @@ def test_same_seed_same_draws_different_seed_different_draws(small_model, backen
         assert not np.array_equal(first.draws[name], other.draws[name]), name
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_divergence_keeps_the_draws_before_it(problem, backend):
     # Unstable above step * 41 = 4 (2 - friction): at 0.2 (friction 0.1) the chain grows by about
     # 1.66 per step until it overflows, some 90 steps in.

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ppl_bnn import fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.csghmc import CSGHMCOptions
 from ppl_bnn.methods.csgld import CSGLDOptions
@@ -53,7 +54,7 @@ def _check_against_exact(result, problem, mean_tol=0.1, var_tol=0.2):
     assert np.all(np.abs(var_ratio - 1) < var_tol), var_ratio
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_full_batch_sgld_matches_exact_posterior(problem, backend):
     step_size, thinning, kept = FULL_BATCH[backend]
     result = fit(
@@ -74,7 +75,7 @@ def test_full_batch_sgld_matches_exact_posterior(problem, backend):
     _check_against_exact(result, problem)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_minibatch_sgld_matches_exact_posterior(problem, backend):
     step_size, thinning, kept = MINIBATCH[backend]
     result = fit(
@@ -109,7 +110,7 @@ def test_temperature_scales_the_posterior_variance(problem):
     np.testing.assert_allclose(draws.var(axis=0) / problem.std**2, 2.0, rtol=0.2)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_divergence_keeps_the_draws_before_it(problem, backend):
     # |1 - step * precision / 2| = 1.5: the chain grows geometrically until it overflows.
     result = fit(
@@ -131,7 +132,7 @@ def test_divergence_keeps_the_draws_before_it(problem, backend):
     assert np.all(np.isfinite(result.log_likelihood))
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_divergence_before_any_draw_is_an_error(problem, backend):
     with pytest.raises(
         DivergedError,
@@ -169,7 +170,7 @@ def test_the_default_step_size_is_a_rate_per_training_point():
     )
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_chains_start_at_their_own_scaled_draw_and_step_at_the_rate_per_point(problem, backend):
     short = {"backend": backend, "seed": 4, "num_burnin": 0, "thinning": 1, "num_samples": 1}
     # Steps of 1e-9 leave each chain where it started.

@@ -16,7 +16,7 @@ import pytest
 
 from ppl_bnn import BNN, fit
 from ppl_bnn.engine.contracts import Target
-from ppl_bnn.engine.registry import get_driver
+from ppl_bnn.engine.registry import backend_names, get_driver
 from ppl_bnn.methods import get_method, make_options, shared
 from ppl_bnn.methods.base import RunOutput
 
@@ -29,7 +29,7 @@ def model(regression_data: tuple[np.ndarray, np.ndarray]) -> BNN:
     return BNN(x, y, hidden=(4,), noise=0.3)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_laplace_reads_the_map_run_of_its_seed_and_gets_the_same_result(
     tmp_path: Path, model: BNN, backend: str
 ) -> None:
@@ -67,7 +67,7 @@ def test_runs_are_shared_only_with_the_same_seed_options_and_data(
     assert len(list(store.iterdir())) == 4
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_mc_dropouts_runs_are_its_own_for_each_rate_and_never_maps(
     tmp_path: Path, model: BNN, backend: str
 ) -> None:
@@ -228,7 +228,7 @@ def _assert_identical(read: Any, original: Any, where: str = "run") -> None:
         assert read == original and repr(read) == repr(original), where
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_an_entry_reads_back_exactly_the_run_it_stored(
     tmp_path: Path, model: BNN, backend: str
 ) -> None:

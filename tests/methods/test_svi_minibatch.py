@@ -11,7 +11,7 @@ from numpyro.optim import Adam
 
 from ppl_bnn import BNN, fit
 from ppl_bnn.backends.numpyro import ops as nb
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import backend_names, get_backend
 from tests.closed_form import linear_problem
 
 
@@ -22,7 +22,7 @@ def model():
     return BNN(x, np.tanh(x[:, 0]) + 0.2 * rng.normal(size=30), hidden=(4,), noise="learned")
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_minibatch_log_joint_is_unbiased(model, backend):
     """Averaged over random batches, the N/B-scaled log joint equals the full-data log joint."""
     impl = get_backend(backend)
@@ -76,7 +76,7 @@ def _guide_moments(result):
     return loc, scale
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_minibatch_svi_matches_exact_posterior(backend):
     problem = linear_problem()
     result = fit(
@@ -96,7 +96,7 @@ def test_minibatch_svi_matches_exact_posterior(backend):
     np.testing.assert_allclose(np.log(scale), np.log(problem.std), atol=0.15)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_kl_weight_targets_the_tempered_posterior(backend):
     """beta-VI with beta = 2 on a diagonal Gaussian posterior recovers p(theta) p(y|theta)^(1/2)."""
     tempered = linear_problem(likelihood_scale=0.5)

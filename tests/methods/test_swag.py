@@ -8,6 +8,7 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 from ppl_bnn import BNN, fit
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods.base import DivergedError
 from ppl_bnn.methods.swag import SWAGGaussian, SWAGOptions, sgd
 from tests.closed_form import flat_draws, linear_problem
@@ -43,7 +44,7 @@ def test_the_sgd_step_ascends_the_log_density_without_noise():
     assert (new.step, info.step_size, info.log_density) == (1, 0.5, -2.0)
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_with_a_learned_noise_the_defaults_do_not_diverge_and_the_noise_stays_at_the_mode(backend):
     # Standardised diabetes, 50 tanh units, the noise learned: moved by SGD at a rate on the log
     # joint's scale, the MAP's high noise precision diverged within a few steps on UCI sets.
@@ -137,7 +138,7 @@ def test_multiswag_pools_its_members_draws(problem):
     assert not np.allclose(members[0], members[1])  # each member its own MAP start and SGD
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 def test_an_sgd_breakdown_names_the_swag_learning_rate(problem, backend):
     with pytest.raises(
         DivergedError, match=r"SWAG diverged.*SGD phase.*likely cause: .*swag_learning_rate=1e\+06"

@@ -10,9 +10,10 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from ppl_bnn import BNN, BNNSpec, layers
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.priors import Normal, ScaleMixture
 
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 MIXTURE = ScaleMixture(pi=0.3, sigma1=1.5, sigma2=0.05)
 
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
-from ppl_bnn.engine.registry import get_backend
+from ppl_bnn.engine.registry import backend_names, get_backend
 from ppl_bnn.model.priors import PRIORS, Gamma, Normal, ScaleMixture, prior_from_dict
 
 VALUES = np.array([[-1.3, 0.0, 0.4], [2.2, -0.7, 1.1]])
@@ -20,7 +20,7 @@ def _closed_form(prior, value: np.ndarray) -> float:
     return float(stats.gamma.logpdf(value, prior.concentration, scale=1 / prior.rate).sum())
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 @pytest.mark.parametrize(
     ("prior", "value"),
     [
@@ -117,7 +117,7 @@ def _mixture_closed_form(prior: ScaleMixture, value: np.ndarray) -> float:
 MIXTURES = [ScaleMixture(), ScaleMixture(0.7, 0.05, 2.0), ScaleMixture(0.5, 0.3, 0.3)]
 
 
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
+@pytest.mark.parametrize("backend", backend_names())
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
 @pytest.mark.parametrize("prior", MIXTURES, ids=["default", "narrow-first", "equal"])
 def test_mixture_log_density_matches_the_closed_form(prior, shape, backend):

@@ -8,6 +8,7 @@ from pathlib import Path
 from ppl_bnn.bench.cell import Cell
 from ppl_bnn.bench.evaluate import PRUNE_FRACTIONS
 from ppl_bnn.bench.record import write_record
+from ppl_bnn.engine.registry import backend_names
 from tests.report.builder import _record, write_suite
 
 CONV = [{"kind": "flatten"}, {"kind": "dense", "units": 10}]
@@ -18,7 +19,7 @@ SETS = (
     ("mnist", "lenet5", {"layers": CONV}),
     ("digits", None, {"hidden": [8]}),
 )
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 SEEDS = (0, 1)
 
 
