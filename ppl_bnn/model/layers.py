@@ -102,6 +102,11 @@ class Layer(Protocol):
     def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         """The output for input batch ``h`` (..., N, *input_shape) and parameters by kind."""
 
+    @classmethod
+    def examples(cls) -> tuple[tuple[Layer, tuple[int, ...]], ...]:
+        """A few instances, each with the shape of one example it takes (the layer conformance
+        tests run every layer of :data:`LAYERS` with them)."""
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; :func:`layer_from_dict` reads it back."""
 
@@ -138,6 +143,10 @@ class Dense:
         if self.activation is not None:
             h = ppl.activations[self.activation](h)
         return h
+
+    @classmethod
+    def examples(cls) -> tuple[tuple[Layer, tuple[int, ...]], ...]:
+        return ((cls(3, "tanh"), (4,)), (cls(2), (5,)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "dense", "units": self.units, "activation": self.activation}
@@ -223,6 +232,13 @@ class Conv2d:
             h = ppl.activations[self.activation](h)
         return h
 
+    @classmethod
+    def examples(cls) -> tuple[tuple[Layer, tuple[int, ...]], ...]:
+        return (
+            (cls(3, kernel_size=3, padding="same", activation="relu"), (6, 5, 2)),
+            (cls(2, kernel_size=(2, 3), stride=2), (7, 6, 1)),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "conv2d",
@@ -266,6 +282,10 @@ class _Pool2d:
     def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         return ppl.pool(h, self.REDUCE, self.size)
 
+    @classmethod
+    def examples(cls) -> tuple[tuple[Layer, tuple[int, ...]], ...]:
+        return ((cls(2), (6, 5, 2)), (cls((3, 2)), (7, 4, 1)))
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.KIND, "size": list(self.size)}
 
@@ -303,6 +323,10 @@ class Flatten:
 
     def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         return h.reshape((*h.shape[:-3], -1))
+
+    @classmethod
+    def examples(cls) -> tuple[tuple[Layer, tuple[int, ...]], ...]:
+        return ((cls(), (3, 2, 2)),)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "flatten"}
