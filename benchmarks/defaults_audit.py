@@ -117,7 +117,7 @@ def _tuned_ll(cell: Cell, network: dict[str, object], data: Dataset) -> float:
         logging.info("%s: tuning chose %s", cell.cell_id, chosen.info["chosen"])
     bnn = BNN(data.x_train, data.y_train, **model_arguments(dict(model), data))
     result = fit(bnn, cell.method, backend=cell.backend, seed=0, **options)
-    return float(result.predict(data.x_test).log_likelihood(data.y_test))
+    return float(result.predict(data.x_test).mean_log_predictive_density(data.y_test))
 
 
 def audit(
@@ -144,7 +144,10 @@ def audit(
                 try:
                     chosen = (options or {}).get(method, {})
                     result = fit(model, method, backend=backend, seed=0, **chosen)
-                    ll, error = float(result.predict(data.x_test).log_likelihood(data.y_test)), ""
+                    ll, error = (
+                        float(result.predict(data.x_test).mean_log_predictive_density(data.y_test)),
+                        "",
+                    )
                     # A chain that diverged keeps its draws before it: finished, not working.
                     diverged = bool(result.info.get("diverged", False))
                 except Exception as err:  # a failure is a row of the table, named

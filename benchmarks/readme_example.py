@@ -78,7 +78,7 @@ def main() -> None:
                 t["sampling"],
                 t["total"],
                 per_grad,
-                pred.log_likelihood(y_test),
+                pred.mean_log_predictive_density(y_test),
             )
 
 

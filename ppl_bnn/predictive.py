@@ -27,6 +27,7 @@ is linear in its weights (no hidden layer) gives the ordinary predictive.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -115,9 +116,21 @@ class Prediction:
         ll = log_likelihood_per_draw(self.spec, self.f, self.noise_std, y_arr)
         return logsumexp(ll, axis=0) - np.log(ll.shape[0])
 
-    def log_likelihood(self, y: object) -> float:
-        """Mean test log predictive density over the points."""
+    def mean_log_predictive_density(self, y: object) -> float:
+        """The mean of :meth:`log_predictive_density` over the points (the test log-likelihood
+        the field reports, in nats per point)."""
         return float(np.mean(self.log_predictive_density(y)))
+
+    def log_likelihood(self, y: object) -> float:
+        """Deprecated name of :meth:`mean_log_predictive_density` ("log_likelihood" is the
+        pointwise values per draw of :attr:`ppl_bnn.results.FitResult.log_likelihood`)."""
+        warnings.warn(
+            "Prediction.log_likelihood(y) is now Prediction.mean_log_predictive_density(y); "
+            "the old name will be removed",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.mean_log_predictive_density(y)
 
 
 def forward_draws(

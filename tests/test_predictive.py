@@ -69,7 +69,7 @@ def test_log_predictive_density_regression(reg: Prediction) -> None:
         dens = [stats.norm.pdf(Y_REG[n], F_REG[s, n, 0], SIGMA[s]) for s in range(3)]
         expected.append(math.log(sum(dens) / 3))
     np.testing.assert_allclose(reg.log_predictive_density(Y_REG), expected, rtol=1e-6)
-    assert reg.log_likelihood(Y_REG) == pytest.approx(np.mean(expected), rel=1e-6)
+    assert reg.mean_log_predictive_density(Y_REG) == pytest.approx(np.mean(expected), rel=1e-6)
 
 
 def test_log_likelihood_is_not_clipped_far_from_data(reg: Prediction) -> None:
@@ -83,7 +83,9 @@ def test_log_likelihood_is_not_clipped_far_from_data(reg: Prediction) -> None:
 
 
 def test_regression_log_likelihood_accepts_list(reg: Prediction) -> None:
-    assert reg.log_likelihood(list(Y_REG)) == pytest.approx(reg.log_likelihood(Y_REG))
+    assert reg.mean_log_predictive_density(list(Y_REG)) == pytest.approx(
+        reg.mean_log_predictive_density(Y_REG)
+    )
 
 
 def test_probs_raises_for_regression(reg: Prediction) -> None:
@@ -94,12 +96,12 @@ def test_probs_raises_for_regression(reg: Prediction) -> None:
 @pytest.mark.parametrize("n", [1, 3])
 def test_wrong_length_y_regression(reg: Prediction, n: int) -> None:
     with pytest.raises(ValueError, match=rf"y has {n} entries but x has 2 rows"):
-        reg.log_likelihood(np.zeros(n))
+        reg.mean_log_predictive_density(np.zeros(n))
 
 
 def test_non_finite_y_regression(reg: Prediction) -> None:
     with pytest.raises(ValueError, match="non-finite"):
-        reg.log_likelihood(np.array([0.0, np.nan]))
+        reg.mean_log_predictive_density(np.array([0.0, np.nan]))
 
 
 def test_known_noise_broadcasts() -> None:
@@ -132,7 +134,7 @@ def test_log_likelihood_classification(cls: Prediction) -> None:
         math.log((_softmax(f[0, n])[Y_CLS[n]] + _softmax(f[1, n])[Y_CLS[n]]) / 2) for n in range(2)
     ]
     np.testing.assert_allclose(cls.log_predictive_density(Y_CLS), expected, rtol=1e-6)
-    assert cls.log_likelihood(Y_CLS) == pytest.approx(np.mean(expected), rel=1e-6)
+    assert cls.mean_log_predictive_density(Y_CLS) == pytest.approx(np.mean(expected), rel=1e-6)
     # log p(y) under the averaged probabilities is the same quantity.
     np.testing.assert_allclose(
         cls.log_predictive_density(Y_CLS), np.log(cls.probs[[0, 1], Y_CLS]), rtol=1e-6
@@ -148,7 +150,7 @@ def test_regression_summaries_raise_for_classification(cls: Prediction, attr: st
 @pytest.mark.parametrize("n", [1, 3])
 def test_wrong_length_y_classification(cls: Prediction, n: int) -> None:
     with pytest.raises(ValueError, match=rf"y has {n} entries but x has 2 rows"):
-        cls.log_likelihood(np.zeros(n, dtype=int))
+        cls.mean_log_predictive_density(np.zeros(n, dtype=int))
 
 
 @pytest.mark.parametrize(
@@ -161,4 +163,10 @@ def test_wrong_length_y_classification(cls: Prediction, n: int) -> None:
 )
 def test_bad_labels_classification(cls: Prediction, y: np.ndarray, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        cls.log_likelihood(y)
+        cls.mean_log_predictive_density(y)
+
+
+def test_the_old_name_of_the_mean_log_predictive_density_warns(reg: Prediction) -> None:
+    with pytest.warns(FutureWarning, match=r"now Prediction.mean_log_predictive_density\(y\)"):
+        old = reg.log_likelihood(Y_REG)
+    assert old == reg.mean_log_predictive_density(Y_REG)

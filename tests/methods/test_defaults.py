@@ -79,7 +79,7 @@ def test_a_method_with_its_defaults_beats_the_constant_predictor(method, problem
     model, (x_test, y_test), constant = PROBLEMS[problem]()
     result = fit(model, method, backend=backend, seed=0)  # raises if nothing is kept
     assert not result.info.get("diverged", False), result.info.get("diverged_at_step")
-    assert result.predict(x_test).log_likelihood(y_test) > constant
+    assert result.predict(x_test).mean_log_predictive_density(y_test) > constant
 
 
 @pytest.mark.parametrize(("method", "points", "keep", "warns"), [

@@ -84,11 +84,11 @@ def test_map_keeps_the_checkpoint_that_predicts_the_held_out_points_best(model, 
     # held-out points is the best.
     split = held_out_split(Target.build(backend, model), seed=0)
     x_val, y_val = split.validation
-    kept = stopped.predict(x_val).log_likelihood(y_val)
+    kept = stopped.predict(x_val).mean_log_predictive_density(y_val)
     assert kept == pytest.approx(curve["held_out_ll"][best], abs=1e-4)
     # On fresh data from the same function it predicts far better than the mode, whose noise
     # std collapsed onto the training points.
     mode = fit(model, "map", backend=backend, seed=0, num_steps=STEPS, keep="lowest")
     x_test, y_test = _data(1000, 1)
-    stopped_ll = stopped.predict(x_test).log_likelihood(y_test)
-    assert stopped_ll > mode.predict(x_test).log_likelihood(y_test) + 1.0
+    stopped_ll = stopped.predict(x_test).mean_log_predictive_density(y_test)
+    assert stopped_ll > mode.predict(x_test).mean_log_predictive_density(y_test) + 1.0

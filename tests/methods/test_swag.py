@@ -61,7 +61,7 @@ def test_with_a_learned_noise_the_defaults_do_not_diverge_and_the_noise_stays_at
     assert np.all(result.draws["w0"].std(axis=(0, 1)) > 0)
     # No comparison with a constant predictor: the MAP fit behind it collapses the learned
     # noise on 350 points (the defaults issue's next step), and the draws keep its noise.
-    assert np.isfinite(result.predict(x[350:]).log_likelihood(y[350:]))
+    assert np.isfinite(result.predict(x[350:]).mean_log_predictive_density(y[350:]))
 
 
 def test_a_known_noise_scales_the_rate_and_a_categorical_likelihood_does_not(problem):

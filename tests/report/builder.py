@@ -198,7 +198,7 @@ def _pruning(result: FitResult, x_test: np.ndarray, y_test: np.ndarray) -> dict[
             pruned[k] = draws[k] * keep
         pred = predictive_at(result.backend, result.spec, pruned, x_test)
         out["fraction"].append(fraction)
-        out["test_ll"].append(pred.log_likelihood(y_test))
+        out["test_ll"].append(pred.mean_log_predictive_density(y_test))
         out["rmse"].append(float(np.sqrt(np.mean((pred.mean - y_test) ** 2))))
     return out
 
