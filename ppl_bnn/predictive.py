@@ -35,9 +35,9 @@ import numpy as np
 from scipy.special import log_softmax, logsumexp
 
 from ppl_bnn.engine.registry import get_backend, get_module
+from ppl_bnn.model.checks import check_targets
 from ppl_bnn.model.program import noise_std
 from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
-from ppl_bnn.model.validate import validate_targets
 
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
@@ -110,7 +110,7 @@ class Prediction:
 
     def log_predictive_density(self, y: object) -> np.ndarray:
         """``log p(y_n | x_n, data)`` per point (N,), by log-mean-exp over draws."""
-        y_arr = validate_targets(
+        y_arr = check_targets(
             y, self.f.shape[1], self.spec.likelihood, self.spec.num_classes, name="y"
         )
         ll = log_likelihood_per_draw(self.spec, self.f, self.noise_std, y_arr)
@@ -217,7 +217,7 @@ def predictive_at(
     x: np.ndarray,
     linearised_at: Mapping[str, np.ndarray] | None = None,
 ) -> Prediction:
-    """The posterior predictive at validated inputs ``x`` from draws shaped (chain, draw, ...);
+    """The posterior predictive at checked inputs ``x`` from draws shaped (chain, draw, ...);
     with ``linearised_at`` (a mode, site -> one draw's value) the linearised (GLM) predictive
     around it."""
     flat = flatten_draws(draws)

@@ -16,9 +16,9 @@ import numpy as np
 from ppl_bnn.files import cause_first, import_arviz, write_dir_atomic
 from ppl_bnn.methods import get_method
 from ppl_bnn.methods.base import Family, Method
+from ppl_bnn.model.checks import check_inputs
 from ppl_bnn.model.scalars import is_number
 from ppl_bnn.model.spec import BNNSpec
-from ppl_bnn.model.validate import validate_inputs
 from ppl_bnn.predictive import Prediction, check_linearised_at, predictive_at
 from ppl_bnn.seeding import check_seed
 from ppl_bnn.units import Units
@@ -115,7 +115,7 @@ class FitResult:
         built for, vectorised over all draws (with the network linearised around
         ``linearised_at`` where the result has one). Where the fit has :attr:`units`, ``x`` is
         in the data's own units and so is the predictive (:mod:`ppl_bnn.units`)."""
-        x_arr = validate_inputs(x, self.spec.input_shape)
+        x_arr = check_inputs(x, self.spec.input_shape)
         if self.units is not None:
             x_arr = self.units.inputs(np.asarray(x, dtype=np.float64)).astype(np.float32)
         pred = predictive_at(

@@ -373,7 +373,7 @@ _SECTIONS: tuple[Callable[[str, Mapping[str, Any], Problems], list[ProbeEntry]],
 
 
 def _conv_probes(where: str, conv: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The validated ``[conv]`` table as one probe's parameters per backend."""
+    """The checked ``[conv]`` table as one probe's parameters per backend."""
     from ppl_bnn.bench.lenet import PRIORS
 
     check_keys(where, conv, {*CONV_DEFAULTS, "repeats"})

@@ -251,7 +251,7 @@ class ReferenceJob:
 
 @dataclass(frozen=True)
 class Suite:
-    """A parsed, validated suite."""
+    """A parsed, checked suite."""
 
     name: str
     description: str

@@ -126,10 +126,10 @@ class Target:
 
     Attributes:
         backend: Backend name.
-        model: The model (spec and validated numpy data: prior draws, minibatch schedules).
+        model: The model (spec and checked numpy data: prior draws, minibatch schedules).
         x, y: The training data as the backend's arrays.
         program: The model callable ``program(x, y=None, likelihood_scale=1.0)``.
-        validation: Held-out ``(x, y)`` as validated numpy arrays, for methods that record
+        validation: Held-out ``(x, y)`` as checked numpy arrays, for methods that record
             training curves; None when not given.
         variant: What makes ``program`` other than the spec's own model (``mcdropout``'s
             training-time :class:`~ppl_bnn.model.dropout.Dropout`); None for the spec's model.

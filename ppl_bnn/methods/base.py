@@ -107,7 +107,7 @@ class Method:
     Attributes:
         name: What ``fit(..., method=name)`` takes.
         summary: One line for listings.
-        options: The frozen options dataclass (validated in ``__post_init__``).
+        options: The frozen options dataclass (checked in ``__post_init__``).
         family: :class:`Family`.
         smoke: Options for a tiny, fast fit (the conformance tests run every method with them).
         driver: The backend driver that runs it, or None when ``run`` is given.

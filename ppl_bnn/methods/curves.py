@@ -143,7 +143,7 @@ class TrainingCurve:
         every: Steps between checkpoints.
         num_steps: Steps of the fit.
         kl_weight: :math:`\\beta`.
-        validation: ``(x_val, y_val)``, validated numpy arrays, or None (at most
+        validation: ``(x_val, y_val)``, checked numpy arrays, or None (at most
             :data:`MAX_HELD_OUT` points are kept).
         seed: The fit's seed (the guide draws at each checkpoint use its child seed
             ``"curve_draws"``, the same at every checkpoint).

@@ -1,4 +1,4 @@
-"""``BNN``: a :class:`~ppl_bnn.model.spec.BNNSpec` bound to validated training data."""
+"""``BNN``: a :class:`~ppl_bnn.model.spec.BNNSpec` bound to checked training data."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Literal
 import numpy as np
 
 from ppl_bnn.engine.registry import DEFAULT_BACKEND, get_backend
+from ppl_bnn.model.checks import check_inputs, check_params, check_targets
 from ppl_bnn.model.layers import Layer
 from ppl_bnn.model.priors import Prior
 from ppl_bnn.model.spec import DEFAULT_PRIOR, BNNSpec
 from ppl_bnn.model.targets import class_indices, model_targets
-from ppl_bnn.model.validate import check_params, validate_inputs, validate_targets
 from ppl_bnn.seeding import numpy_generator
 
 #: The MLP shorthand's defaults; ``layers=`` replaces them, so they must be left as they are.
@@ -83,10 +83,10 @@ class BNN:
         prior: Prior | Sequence[Prior] | None = None,
         noise_prior: Prior | None = None,
     ) -> None:
-        x_arr = validate_inputs(x)
+        x_arr = check_inputs(x)
         targets = model_targets(y, likelihood=likelihood, noise=noise, num_classes=num_classes)
         likelihood, noise = targets.likelihood, targets.noise
-        y_arr = validate_targets(targets.y, x_arr.shape[0], likelihood, num_classes)
+        y_arr = check_targets(targets.y, x_arr.shape[0], likelihood, num_classes)
         if likelihood == "categorical" and num_classes is None:
             num_classes = max(int(y_arr.max()) + 1, len(targets.classes or ()))
         shorthand = {
@@ -140,11 +140,11 @@ class BNN:
     @classmethod
     def from_spec(cls, spec: BNNSpec, x: object, y: object) -> BNN:
         """Bind an existing spec to data (checked against it)."""
-        x_arr = validate_inputs(x, spec.input_shape)
+        x_arr = check_inputs(x, spec.input_shape)
         model = cls.__new__(cls)
         model.spec = spec
         model.x = x_arr
-        model.y = validate_targets(y, x_arr.shape[0], spec.likelihood, spec.num_classes)
+        model.y = check_targets(y, x_arr.shape[0], spec.likelihood, spec.num_classes)
         model.classes = None
         model.feature_names = _column_names(x, x_arr)
         return model
@@ -170,11 +170,11 @@ class BNN:
                 f"{what} must be a pair ({x_name}, {y_name}), got {type(pair).__name__}"
             )
         spec = self.spec
-        x = validate_inputs(pair[0], spec.input_shape, name=x_name)
+        x = check_inputs(pair[0], spec.input_shape, name=x_name)
         labels = pair[1]
         if self.classes is not None:
             labels = class_indices(labels, self.classes, name=y_name)
-        y = validate_targets(labels, x.shape[0], spec.likelihood, spec.num_classes, name=y_name)
+        y = check_targets(labels, x.shape[0], spec.likelihood, spec.num_classes, name=y_name)
         return x, y
 
     def __repr__(self) -> str:
@@ -189,7 +189,7 @@ class BNN:
         }
 
     def check_params(self, params: Mapping[str, object]) -> dict[str, np.ndarray]:
-        """``params`` validated against the spec's sites (names, shapes, finiteness, support)."""
+        """``params`` checked against the spec's sites (names, shapes, finiteness, support)."""
         return check_params(self.spec, params)
 
     def log_density(self, params: Mapping[str, object], backend: str = DEFAULT_BACKEND) -> float:

@@ -32,7 +32,7 @@ def _check_numeric(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
 
 
-def validate_inputs(
+def check_inputs(
     x: object, input_shape: int | tuple[int, ...] | None = None, name: str = "x"
 ) -> np.ndarray:
     """``x`` as a finite float32 array: flat (N, D) or images (N, H, W, C), channels last.
@@ -78,7 +78,7 @@ def _check_float32_range(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} has values beyond the float32 range (|value| > {limit:.3g})")
 
 
-def validate_targets(
+def check_targets(
     y: object, n: int, likelihood: str, num_classes: int | None = None, name: str = "y"
 ) -> np.ndarray:
     """``y`` as float32 (regression) or int64 labels 0..K-1 (classification), length ``n``."""
@@ -120,7 +120,7 @@ def validate_targets(
 
 
 def check_params(spec: BNNSpec, params: Mapping[str, object]) -> dict[str, np.ndarray]:
-    """``params`` validated against the spec's sites (names, shapes, finiteness, support)."""
+    """``params`` checked against the spec's sites (names, shapes, finiteness, support)."""
     sites = {s.name: s for s in spec.sites()}
     missing = sorted(set(sites) - set(params))
     extra = sorted(set(params) - set(sites))
