@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,27 +27,26 @@ from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
 
 
-def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutput:
-    """Run ``options.kernel()`` on NumPyro: ``lax.scan`` over steps, chains vectorised."""
-    spec = target.spec
-    x, y = target.x, target.y
+def _gradient(target: Target, batch: int) -> tuple[Callable[..., Any], dict]:
+    """``value_and_grad(z, xb, yb)`` of the minibatch log density (the likelihood scaled by
+    ``n / batch``) on the unconstrained positions ``z``, and the sites' transforms."""
     n = target.num_data
-    options = options.for_data(n)
-    batch = options.resolved_batch_size(n)
-    log_joint = ops.log_joint(spec)
-    transforms = site_transforms(spec, ops.PPL_NUMPYRO)
+    log_joint = ops.log_joint(target.spec)
+    transforms = site_transforms(target.spec, ops.PPL_NUMPYRO)
 
     def log_density(z, xb, yb):
         theta, log_det = constrain(transforms, z)
         return log_joint(theta, xb, yb, n / batch) + log_det
 
-    value_and_grad = jax.value_and_grad(log_density)
-    init, step = options.kernel(cos=jnp.cos)
-    names = [site.name for site in spec.sites()]
+    return jax.value_and_grad(log_density), transforms
+
+
+def _update(value_and_grad: Callable[..., Any], step: Callable[..., Any], names: list[str]):
+    """One kernel step of one chain, pure: ``(carry, (key, idx), data) -> (carry, info)``, the
+    carry ``(state, the step it diverged at (-1: none), from that step which sites' positions
+    were not finite)``; a step to a non-finite position or log density is not taken."""
 
     def one_step(carry, inputs, data):
-        # Per chain: the state, the step it diverged at (-1: none) and, from that step, which
-        # sites' positions were not finite.
         state, diverged_at, bad_sites = carry
         key, idx = inputs
         xb, yb = data if idx is None else (data[0][idx], data[1][idx])
@@ -68,16 +70,21 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         def keep_finite(a, b):
             return jnp.where(ok, a, b)
 
-        new = new._replace(
-            **{
-                f: jax.tree.map(keep_finite, getattr(new, f), getattr(state, f))
-                for f in site_fields(new)
-            }
-        )
+        fields = {
+            f: jax.tree.map(keep_finite, getattr(new, f), getattr(state, f))
+            for f in site_fields(new)
+        }
         diverged_at = jnp.where(first, state.step, diverged_at)
-        return (new, diverged_at, bad_sites), info
+        return (new._replace(**fields), diverged_at, bad_sites), info
 
-    # The data are arguments of the programs, not constants in them (see ``compiled`` below).
+    return one_step
+
+
+def _phases(one_step: Callable[..., Any], options: SGMCMCOptions, transforms: dict):
+    """``(burn, sample)`` of one chain: ``burn(carry, key, idx, data) -> carry`` over the
+    burn-in steps, ``sample(carry, key, idx, data) -> (carry, (theta, info))`` keeping every
+    ``thinning``-th position, constrained. The data are arguments, not constants."""
+
     def burn(carry, key, idx, data):
         keys = jax.random.split(key, options.num_burnin)
         carry, _ = lax.scan(lambda c, i: one_step(c, i, data), carry, (keys, idx))
@@ -94,38 +101,62 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
         keys = jax.random.split(key, options.num_blocks)
         return lax.scan(lambda c, i: draw(c, i, data), carry, (keys, idx))
 
+    return burn, sample
+
+
+def _start(init, target: Target, options: SGMCMCOptions, seed: int, name: str, names: list):
+    """Every chain's first carry: the kernel's state at its start, no divergence."""
     chains = options.num_chains
     starts = options.initial_positions(target.model, seed, name)
     position = {k: jnp.stack([jnp.asarray(s[k]) for s in starts]) for k in starts[0]}
     state = jax.vmap(init)(position)._replace(step=jnp.zeros((chains,), jnp.int32))
-    carry = (
+    return (
         state,
         jnp.full((chains,), -1, dtype=jnp.int32),
         jnp.zeros((chains, len(names)), dtype=bool),
     )
+
+
+def _minibatches(target: Target, options: SGMCMCOptions, batch: int, seed: int, name: str):
+    """Each chain's minibatch indices for burn-in (chains, steps, batch) and for sampling
+    (chains, blocks, thinning, batch), or ``(None, None)`` for full batches."""
+    schedules = batch_schedules(target.num_data, batch, options, seed, name)
+    if schedules is None:
+        return None, None
+    shape = (options.num_chains, options.num_blocks, options.thinning, batch)
+    burn = jnp.asarray(schedules[:, : options.num_burnin])
+    return burn, jnp.asarray(schedules[:, options.num_burnin :].reshape(shape))
+
+
+def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutput:
+    """Run ``options.kernel()`` on NumPyro: ``lax.scan`` over steps, chains vectorised; the
+    pieces above make the update, the phases and the starts."""
+    n = target.num_data
+    options = options.for_data(n)
+    batch = options.resolved_batch_size(n)
+    value_and_grad, transforms = _gradient(target, batch)
+    init, step = options.kernel(cos=jnp.cos)
+    names = [site.name for site in target.spec.sites()]
+    burn, sample = _phases(_update(value_and_grad, step, names), options, transforms)
+    carry = _start(init, target, options, seed, name, names)
     key_burn, key_sample = jax.random.split(jax.random.PRNGKey(child_seed(seed, name)))
-    burn_keys = jax.random.split(key_burn, chains)
-    sample_keys = jax.random.split(key_sample, chains)
-    schedules = batch_schedules(n, batch, options, seed, name)
-    burn_idx = sample_idx = None
-    if schedules is not None:
-        burn_idx = jnp.asarray(schedules[:, : options.num_burnin])
-        sample_idx = jnp.asarray(
-            schedules[:, options.num_burnin :].reshape(
-                chains, options.num_blocks, options.thinning, batch
-            )
-        )
+    burn_keys = jax.random.split(key_burn, options.num_chains)
+    sample_keys = jax.random.split(key_sample, options.num_chains)
+    burn_idx, sample_idx = _minibatches(target, options, batch, seed, name)
 
     start = now()
     # What burn and sample close over: the kernel's options and the model (and n, batch).
-    key, data, chains_axes = ("sgmcmc", options, spec, n, batch), (x, y), (0, 0, 0, None)
+    key, data, axes = (
+        ("sgmcmc", options, target.spec, n, batch),
+        (target.x, target.y),
+        (0, 0, 0, None),
+    )
     burn_fn = compiled(
-        (*key, "burn"), jax.vmap(burn, in_axes=chains_axes), carry, burn_keys, burn_idx, data
+        (*key, "burn"), jax.vmap(burn, in_axes=axes), carry, burn_keys, burn_idx, data
     )
     sample_fn = compiled(
-        (*key, "sample"), jax.vmap(sample, in_axes=chains_axes), carry, sample_keys, sample_idx,
-        data,
-    )  # fmt: skip
+        (*key, "sample"), jax.vmap(sample, in_axes=axes), carry, sample_keys, sample_idx, data
+    )
     ready = now()
     carry = jax.block_until_ready(burn_fn(carry, burn_keys, burn_idx, data))
     warm = now()
