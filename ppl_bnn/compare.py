@@ -41,6 +41,7 @@ from ppl_bnn.bench.lock import LOCK_FILE
 from ppl_bnn.bench.record import REPLACED_DIR, SUITE_FILE, attempts_made, read_record
 from ppl_bnn.bench.runner import FITS_DIR, SweepSummary, run_suite
 from ppl_bnn.bench.suite import AUTO, Suite, parse_suite
+from ppl_bnn.bench.tuning import TUNING_GRIDS
 from ppl_bnn.comparison import Comparison
 from ppl_bnn.data.files import Table, file_sha256
 from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
@@ -203,7 +204,8 @@ def _method_tables(
     options: Mapping[str, Mapping[str, Any]] | None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """``[methods.*]`` tables and the ``exclude`` entries: with ``tune="auto"`` each method whose
-    default does not hold on every set runs tuned only, on its ``tuning_grid``."""
+    default does not hold on every set runs tuned only, on its grid
+    (:data:`~ppl_bnn.bench.tuning.TUNING_GRIDS`)."""
     if tune not in ("auto", False):
         raise ValueError(f'tune must be "auto" or False, got {tune!r}')
     options = dict(options or {})
@@ -215,8 +217,9 @@ def _method_tables(
     for method in methods:
         entry = get_method(method, backend)
         given = set(entry.tuned_by_default) & set(tables[method])
-        if tune == "auto" and entry.tuning_grid and not given:
-            tables[method]["tune"] = {"grid": {k: list(v) for k, v in entry.tuning_grid.items()}}
+        grid = TUNING_GRIDS.get(entry.name)
+        if tune == "auto" and grid and not given:
+            tables[method]["tune"] = {"grid": {k: list(v) for k, v in grid.items()}}
             exclude.append(f"{method}.untuned")
     return tables, exclude
 

@@ -62,7 +62,6 @@ from ppl_bnn.bench.suite import ReferenceJob, Suite
 from ppl_bnn.bench.suite_file import current_configs, previous_runs, write_suite_file
 from ppl_bnn.data import load_dataset
 from ppl_bnn.files import clean_staging, staging_dir
-from ppl_bnn.methods import METHODS
 from ppl_bnn.reference import (
     REFERENCE_FILE,
     REFERENCES_DIR,
@@ -79,6 +78,10 @@ from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
+#: Method -> the shared method whose runs (same seed and options) it starts from: a sweep runs
+#: its cells after that method's, so that they read them (the GGN Laplace expands around MAP's
+#: mode).
+STARTS_FROM: dict[str, str] = {"laplace": "map"}
 #: The results folder's shared-fit store (:mod:`ppl_bnn.methods.shared`).
 FITS_DIR = "fits"
 #: What a reference's results folder gets from its cache entry (the InferenceData stays there).
@@ -307,7 +310,7 @@ def _group_statuses(future: Future, group: list[Cell]) -> list[str]:
 
 
 def _after(groups: list[list[tuple[Cell, Path]]]) -> dict[int, int]:
-    """For each group whose method starts from another's shared runs (``starts_from``), the
+    """For each group whose method starts from another's shared runs (:data:`STARTS_FROM`), the
     index of the group of that method on the same dataset, split, backend and seeds, tuned
     alike, where this sweep runs one."""
 
@@ -318,11 +321,10 @@ def _after(groups: list[list[tuple[Cell, Path]]]) -> dict[int, int]:
 
     cells = [i for i, group in enumerate(groups) if isinstance(group[0][0], Cell)]  # not probes
     producers = {place(groups[i], groups[i][0][0].method): i for i in cells}
-    starts_from = {m.name: m.starts_from for m in METHODS}
     out = {}
     for i in cells:
         group = groups[i]
-        first = starts_from.get(group[0][0].method)
+        first = STARTS_FROM.get(group[0][0].method)
         if first is not None and (j := producers.get(place(group, first))) is not None:
             out[i] = j
     return out

@@ -54,6 +54,13 @@ from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
 
+#: The grids ``compare(..., tune="auto")`` tunes a method on, for each method whose default does
+#: not hold on every set (``Method.tuned_by_default``): MC dropout's rates, from the uci suite's
+#: smallest (naval's residuals need next to no dropout) to the default suite's 0.2.
+TUNING_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {
+    "mcdropout": {"dropout_rate": (1e-4, 1e-3, 0.01, 0.05, 0.2)},
+}
+
 #: Grid keys that set the model, not the method: a known noise std, the weights' prior std.
 MODEL_KEYS = ("noise", "prior_scale")
 #: Most combinations a grid may have (each is a fit before the cell's own).

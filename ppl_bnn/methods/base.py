@@ -122,8 +122,6 @@ class Method:
             ``fit`` takes a ``validation=`` set for it.
         shared: Its runs go through the shared-fit store (:mod:`ppl_bnn.methods.shared`): other
             contestants start from them (MAP's mode), so a results folder fits each once.
-        starts_from: The shared method whose runs (same seed and options) it starts from, or
-            None; a sweep runs its cells after that method's, so that they read them.
         predicts_near_modes: Its predictive is made of posterior modes and what SGD finds near
             them (``map``, ``swag``, ``ensemble``), with no curvature term to widen it: on
             few training points per weight a mode fits the training noise, and ``fit``
@@ -133,8 +131,6 @@ class Method:
             otherwise (``mcdropout``: ``dropout_rate``, or ``concrete``, which learns it).
             ``fit`` logs a warning where none of them is given, and the suites run the method
             tuned on a validation split (:mod:`ppl_bnn.bench.tuning`) beside its default.
-        tuning_grid: The values of ``tuned_by_default[0]`` that ``compare(..., tune="auto")``
-            chooses from on a validation split.
         unavailable: Why a backend without its driver has none (``mclmc``: BlackJAX runs on
             JAX only); the error that refuses such a backend says so.
     """
@@ -151,10 +147,8 @@ class Method:
     learns_hyperparameters: bool = False
     records_curves: bool = False
     shared: bool = False
-    starts_from: str | None = None
     predicts_near_modes: bool = False
     tuned_by_default: tuple[str, ...] = ()
-    tuning_grid: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     unavailable: str = ""
 
     def __post_init__(self) -> None:

@@ -313,5 +313,4 @@ METHOD = Method(
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
     requires=("autoguide", "jacobian", "linearised"),
-    starts_from="map",
 )

@@ -62,10 +62,6 @@ from ppl_bnn.timing import now
 #: warns where the rate is not given, and the suites tune it (``Method.tuned_by_default``).
 DEFAULT_RATE = 0.01
 
-#: The rates ``compare(..., tune="auto")`` chooses from on a validation split: from the uci
-#: suite's smallest (naval's residuals need next to no dropout) to the default suite's 0.2.
-TUNING_RATES = (1e-4, 1e-3, 0.01, 0.05, 0.2)
-
 #: Concrete dropout's initial rate without ``dropout_rate`` (Gal et al.'s code: 0.1).
 CONCRETE_INITIAL_RATE = 0.1
 
@@ -236,5 +232,4 @@ METHOD = Method(
     requires=("autoguide",),
     learns_hyperparameters=True,
     tuned_by_default=("dropout_rate", "concrete"),
-    tuning_grid={"dropout_rate": TUNING_RATES},
 )
