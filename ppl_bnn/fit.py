@@ -71,7 +71,8 @@ def fit(
         that predicts with the network linearised around its mode (the GLM predictive, see
         :mod:`ppl_bnn.predictive`) returns that mode in ``linearised_at``; the training
         log-likelihood and every prediction of the result then use the linearised network.
-        Where runs were read from an open shared-fit store (:mod:`ppl_bnn.methods.shared`),
+        Where runs were handed back instead of made (:mod:`ppl_bnn.methods.shared`; the
+        benchmark's shared-fit store, :mod:`ppl_bnn.bench.fit_store`),
         ``info["shared_fits"]`` lists them and ``timings["shared"]`` is what producing them
         took, which ``timings["total"]`` includes.
 

@@ -159,7 +159,7 @@ def run_cell_process(
             replacing what was there unless this run failed and that is a complete result.
         data_dir, jax_cache: Passed to the worker.
         fit_store: The shared-fit store the cell reads and writes
-            (:mod:`ppl_bnn.methods.shared`), or None.
+            (:mod:`ppl_bnn.bench.fit_store`), or None.
         results_dir: The results folder a cell's result of other data is set aside in
             (:mod:`ppl_bnn.bench.replaced`); None: a reference's cache entry, whose key fixes
             its data.

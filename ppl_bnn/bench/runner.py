@@ -82,7 +82,7 @@ logger = logging.getLogger(__name__)
 #: its cells after that method's, so that they read them (the GGN Laplace expands around MAP's
 #: mode).
 STARTS_FROM: dict[str, str] = {"laplace": "map"}
-#: The results folder's shared-fit store (:mod:`ppl_bnn.methods.shared`).
+#: The results folder's shared-fit store (:mod:`ppl_bnn.bench.fit_store`).
 FITS_DIR = "fits"
 #: What a reference's results folder gets from its cache entry (the InferenceData stays there).
 _PUBLISHED = (RECORD_FILE, PREDICTIONS_FILE)

@@ -226,7 +226,7 @@ class Tuned:
             ``status``, ``error``, ``seconds``, and ``compile``, the fit's compile seconds,
             where it ran to its end), ``chosen``, ``seconds`` (the whole tuning)
             and ``shared_seconds`` (the part of it that producing runs read from the shared-fit
-            store took, :mod:`ppl_bnn.methods.shared`); stored as the record's
+            store took, :mod:`ppl_bnn.bench.fit_store`); stored as the record's
             ``info["tuning"]``.
     """
 

@@ -33,6 +33,7 @@ from ppl_bnn import devices
 from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_arguments
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
+from ppl_bnn.bench.fit_store import use_store
 from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
@@ -41,7 +42,7 @@ from ppl_bnn.engine.contracts import Compilations
 from ppl_bnn.engine.registry import backend_names, get_backend
 from ppl_bnn.files import import_arviz, write_atomic
 from ppl_bnn.fit import fit
-from ppl_bnn.methods import get_method, shared
+from ppl_bnn.methods import get_method
 from ppl_bnn.methods.base import DivergedError, HessianError
 from ppl_bnn.metrics.reference import FIDELITY_DRAWS, FIDELITY_REFERENCE_DRAWS
 from ppl_bnn.model.bnn import BNN
@@ -255,7 +256,7 @@ def _runs(pid: int) -> bool:
 def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
     """Run one task of the pool: ``cell`` (its ``to_dict()``) into ``out_dir``, with the
     ``data_dir``, ``jax_cache`` and shared-fit store (``fit_store``, see
-    :mod:`ppl_bnn.methods.shared`) it names, as its ``attempt``-th run; ``worker`` (how many
+    :mod:`ppl_bnn.bench.fit_store`) it names, as its ``attempt``-th run; ``worker`` (how many
     tasks the worker has run, the seconds it took to start where this task started it) joins
     the record's ``worker``."""
     cell = cell_from_dict(task["cell"])
@@ -266,7 +267,7 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
         return run_probe_cell(
             cell, out_dir, data_dir=task.get("data_dir"), threads=threads, attempt=attempt
         )
-    with shared.use_store(task.get("fit_store")), logged_warnings() as warnings:
+    with use_store(task.get("fit_store")), logged_warnings() as warnings:
         return run(
             cell,
             out_dir,

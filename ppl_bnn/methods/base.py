@@ -120,8 +120,9 @@ class Method:
             learned prior for any other method.
         records_curves: It records training curves (:mod:`ppl_bnn.methods.curves`), so
             ``fit`` takes a ``validation=`` set for it.
-        shared: Its runs go through the shared-fit store (:mod:`ppl_bnn.methods.shared`): other
-            contestants start from them (MAP's mode), so a results folder fits each once.
+        shared: Its runs may be intercepted (:mod:`ppl_bnn.methods.shared`; a benchmark's
+            shared-fit store, :mod:`ppl_bnn.bench.fit_store`): other contestants start from
+            them (MAP's mode), so a results folder fits each once.
         predicts_near_modes: Its predictive is made of posterior modes and what SGD finds near
             them (``map``, ``swag``, ``ensemble``), with no curvature term to widen it: on
             few training points per weight a mode fits the training noise, and ``fit``

@@ -14,7 +14,7 @@ from scipy.stats import norm
 from sklearn.datasets import load_diabetes, load_digits
 
 from ppl_bnn import BNN, fit
-from ppl_bnn.methods.shared import use_store
+from ppl_bnn.bench.fit_store import use_store
 
 # Seconds on 2 cores: its tests start first, spread over the workers (tests/conftest.py).
 pytestmark = pytest.mark.runtime(500)
