@@ -102,11 +102,6 @@ class Layer(Protocol):
     def forward(self, params: Mapping[str, Any], h: Any, ppl: Any) -> Any:
         """The output for input batch ``h`` (..., N, *input_shape) and parameters by kind."""
 
-    @classmethod
-    def examples(cls) -> tuple[tuple[Layer, tuple[int, ...]], ...]:
-        """A few instances, each with the shape of one example it takes (the layer conformance
-        tests run every layer of :data:`LAYERS` with them)."""
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; :func:`layer_from_dict` reads it back."""
 
@@ -332,7 +327,9 @@ class Flatten:
         return {"kind": "flatten"}
 
 
-#: Layer classes by the ``kind`` their :meth:`to_dict` writes.
+#: Layer classes by the ``kind`` their :meth:`to_dict` writes. Each also gives ``examples()``:
+#: instances, each with the shape of one example it takes; the layer conformance tests run every
+#: class here with them (a layer of one's own needs only :class:`Layer`).
 LAYERS: dict[str, type] = {
     "dense": Dense,
     "conv2d": Conv2d,

@@ -61,11 +61,6 @@ class Prior(Protocol):
         """:math:`\\log p(T(z)) + \\log|\\det J_T(z)|` summed over a site, with array arithmetic
         (``exp`` and ``log`` are the framework's elementwise functions)."""
 
-    @classmethod
-    def examples(cls) -> tuple[Prior, ...]:
-        """A few instances that exercise it (the prior conformance tests run every prior of
-        :data:`PRIORS` with them)."""
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; :func:`prior_from_dict` reads it back."""
 
@@ -266,7 +261,9 @@ class ScaleMixture:
 #: used on the UCI regression benchmark; it floors the noise (see :mod:`ppl_bnn.model.spec`).
 PBP_NOISE_PRIOR = Gamma(6.0, 6.0)
 
-#: Prior classes by the ``kind`` their :meth:`to_dict` writes.
+#: Prior classes by the ``kind`` their :meth:`to_dict` writes. Each also gives ``examples()``, a
+#: few instances that exercise it: the prior conformance tests run every class here with them
+#: (a prior of one's own, passed to ``BNN``, needs only :class:`Prior`).
 PRIORS: dict[str, type] = {"normal": Normal, "gamma": Gamma, "scale_mixture": ScaleMixture}
 
 

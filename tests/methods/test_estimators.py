@@ -36,8 +36,8 @@ class Laplace:
     positive = False
     learned = False
 
-    def distribution(self, dist: Any, shape: tuple[int, ...]) -> Any:
-        return dist.Laplace(0.0, self.scale).expand(list(shape)).to_event(len(shape))
+    def distribution(self, ppl: Any, shape: tuple[int, ...]) -> Any:
+        return ppl.dist.Laplace(0.0, self.scale).expand(list(shape)).to_event(len(shape))
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         return rng.laplace(0.0, self.scale, size=shape)
