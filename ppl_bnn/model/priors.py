@@ -24,14 +24,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ppl_bnn.model.scalars import is_number
 
-if TYPE_CHECKING:  # types only: the program module builds on the spec, which holds priors
-    from ppl_bnn.model.program import PPL
+#: The model program's PPL namespace (:class:`ppl_bnn.model.program.PPL`), named here by its
+#: role only: the program builds on the spec, which holds priors.
+PPL = Any
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
