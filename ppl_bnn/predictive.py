@@ -36,6 +36,7 @@ from scipy.special import log_softmax, logsumexp
 
 from ppl_bnn.engine.registry import get_backend, get_module
 from ppl_bnn.model.checks import check_targets
+from ppl_bnn.model.flat import network_sites
 from ppl_bnn.model.program import noise_std
 from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec
 
@@ -154,8 +155,10 @@ def flatten_draws(draws: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def weight_sites(spec: BNNSpec) -> dict[str, tuple[int, ...]]:
-    """The network's weight sites (every site but the noise precision) and their shapes."""
-    return {site.name: site.shape for site in spec.sites() if site.name != PRECISION_SITE}
+    """The network's weight sites (every site but the noise precision and a hierarchical
+    prior's latent sites) and their shapes."""
+    network = network_sites(spec)
+    return {site.name: site.shape for site in spec.sites() if site.name in network}
 
 
 def check_linearised_at(spec: BNNSpec, linearised_at: object) -> dict[str, np.ndarray]:

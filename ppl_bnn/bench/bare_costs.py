@@ -90,7 +90,8 @@ def bare_torch_energy(spec: BNNSpec) -> Callable[[Any, Any, Any], Any]:
         theta, log_p = dict(params), 0.0
         for site in sites:
             value = params[site.name]
-            log_p = log_p + site.prior.log_density_unconstrained(value, torch.exp, torch.log)
+            prior = site.prior_given(theta)  # latent sites come first, constrained
+            log_p = log_p + prior.log_density_unconstrained(value, torch.exp, torch.log)
             theta[site.name] = torch.exp(value) if site.positive else value
         f = forward(spec, theta, x, PPL_PYRO)
         if spec.likelihood == "gaussian":

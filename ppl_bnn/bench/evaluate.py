@@ -21,7 +21,7 @@ from ppl_bnn.methods.base import Family, Method
 from ppl_bnn.methods.curves import CURVE_KEY
 from ppl_bnn.methods.sgmcmc import SGMCMCOptions
 from ppl_bnn.metrics.reference import FIDELITY_DRAWS, FIDELITY_POINTS, evenly
-from ppl_bnn.predictive import Prediction, predictive_at
+from ppl_bnn.predictive import Prediction, predictive_at, weight_sites
 from ppl_bnn.results import FitResult
 from ppl_bnn.timing import now
 
@@ -276,7 +276,7 @@ def _pruning(result: FitResult, data: Dataset, out: Evaluation) -> None:
     2015, Table 2), using the guide's own draws with those weights set to 0."""
     if result.variational is None:
         return
-    sites = {s.name: s.shape for s in result.spec.sites() if s.name != "precision"}
+    sites = weight_sites(result.spec)
     snr = {
         name: np.abs(result.variational["loc"][name]).reshape(shape)
         / np.asarray(result.variational["scale"][name]).reshape(shape)

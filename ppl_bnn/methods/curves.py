@@ -110,14 +110,25 @@ def guide_kl(
 ) -> float:
     r""":math:`\mathrm{KL}(q \,\|\, p)` of the mean-field guide ``(loc, scale)`` (unconstrained
     space, by site): closed form for Normal-prior sites, and for the others the Monte Carlo
-    mean of :math:`\log q(z) - \log p(z)` over the draws ``z`` (S, *site_shape)."""
+    mean of :math:`\log q(z) - \log p(z)` over the draws ``z`` (S, *site_shape) (of the closed
+    form given each draw of its latent sites, for a site under a hierarchical prior)."""
     total = 0.0
-    for site in spec.sites():
+    sites = spec.sites()
+    positive = {
+        site.name: np.exp(np.asarray(z[site.name], dtype=np.float64))
+        for site in sites
+        if site.positive
+    }
+    for site in sites:
         m, s = (np.asarray(v[site.name], dtype=np.float64) for v in (loc, scale))
-        closed = _kl_closed(site.prior, m, s)
-        if closed is None:
-            draws = np.asarray(z[site.name], dtype=np.float64)
-            closed = float(np.mean([monte_carlo_kl(site.prior, m, s, d, np) for d in draws]))
+        closed = None if site.latent else _kl_closed(site.prior, m, s)
+        if closed is None:  # per draw, given that draw of its latent sites where it has any
+            kls = []
+            for i, draw in enumerate(np.asarray(z[site.name], dtype=np.float64)):
+                prior = site.prior_given({n: positive[n][i] for _, n in site.latent})
+                given = _kl_closed(prior, m, s)
+                kls.append(monte_carlo_kl(prior, m, s, draw, np) if given is None else given)
+            closed = float(np.mean(kls))
         total += closed
     return total
 

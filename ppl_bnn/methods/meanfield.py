@@ -17,7 +17,10 @@ noise precision) take ordinary reparameterised draws. The KL is in closed form f
 
 and otherwise the Monte Carlo estimate :math:`\log q(z) - \log p(z)` at a draw :math:`z` of the
 site (the one the estimator drew where it drew one), with :math:`\log p` the prior's density in
-unconstrained space (:meth:`~ppl_bnn.model.priors.Prior.log_density_unconstrained`).
+unconstrained space (:meth:`~ppl_bnn.model.priors.Prior.log_density_unconstrained`). A site under
+a hierarchical prior takes its conditional prior at this particle's draws of its latent sites
+(:meth:`~ppl_bnn.model.spec.Site.prior_given`); for the horseshoe, a Normal, so its KL is in
+closed form given them.
 
 Each backend's ``meanfield`` driver (:mod:`ppl_bnn.backends.numpyro.meanfield`,
 :mod:`ppl_bnn.backends.pyro.meanfield`) supplies its arrays, random numbers, the program's scaled
@@ -39,7 +42,7 @@ from ppl_bnn.methods.base import RunOutput
 from ppl_bnn.methods.initialisation import Start, add_start, initial_values
 from ppl_bnn.methods.optimisation import GaussianGuideOptions, finish
 from ppl_bnn.model.estimators import Noise, layer_output
-from ppl_bnn.model.priors import Normal, Prior
+from ppl_bnn.model.priors import Normal, NormalGivenScale, Prior
 from ppl_bnn.model.program import PPL, site_transforms
 from ppl_bnn.model.spec import BNNSpec
 from ppl_bnn.seeding import numpy_generator
@@ -73,11 +76,16 @@ def inverse_softplus(value: np.ndarray) -> np.ndarray:
 
 
 def closed_form_kl(prior: Prior, loc: Any, scale: Any, xp: ModuleType) -> Any | None:
-    """KL(N(loc, scale^2) || prior) summed over a site, for a Normal prior; None for others."""
-    if not isinstance(prior, Normal):
+    """KL(N(loc, scale^2) || prior) summed over a site, for a Normal prior (its stds an array
+    for a hierarchical prior's conditional one); None for others."""
+    if isinstance(prior, Normal):
+        s, log_s = prior.scale, math.log(prior.scale)
+    elif isinstance(prior, NormalGivenScale):
+        s = prior.aligned(tuple(loc.shape))[0]
+        log_s = xp.log(s)
+    else:
         return None
-    s = prior.scale
-    return (math.log(s) - xp.log(scale) + (scale**2 + loc**2) / (2 * s**2) - 0.5).sum()
+    return (log_s - xp.log(scale) + (scale**2 + loc**2) / (2 * s**2) - 0.5).sum()
 
 
 def monte_carlo_kl(prior: Prior, loc: Any, scale: Any, z: Any, xp: ModuleType) -> Any:
@@ -116,7 +124,8 @@ def elbo_terms(
             continue
         z = loc[site.name] + scale[site.name] * noise.normal(site.shape)
         values[site.name] = transforms[site.name](z)
-        kl = kl + monte_carlo_kl(site.prior, loc[site.name], scale[site.name], z, xp)
+        prior = site.prior_given(values)
+        kl = kl + monte_carlo_kl(prior, loc[site.name], scale[site.name], z, xp)
     drawn: dict[str, Any] = {}
 
     def network(params: Mapping[str, Any], h: Any) -> Any:
@@ -136,12 +145,13 @@ def elbo_terms(
         if site.name not in layer_sites:
             continue
         m, s = loc[site.name], scale[site.name]
-        closed = closed_form_kl(site.prior, m, s, xp)
+        prior = site.prior_given(values)
+        closed = closed_form_kl(prior, m, s, xp)
         if closed is None:
             z = drawn.get(site.name)
             if z is None:
                 z = m + s * noise.normal(site.shape)
-            closed = monte_carlo_kl(site.prior, m, s, z, xp)
+            closed = monte_carlo_kl(prior, m, s, z, xp)
         kl = kl + closed
     return kl, log_likelihood
 

@@ -181,12 +181,14 @@ class BNN:
         return f"BNN(n={self.num_data}, spec={self.spec!r})"
 
     def init_params(self, seed: int) -> dict[str, np.ndarray]:
-        """One draw from the prior, as float32 numpy arrays keyed by site name."""
+        """One draw from the prior, as float32 numpy arrays keyed by site name (a site under a
+        hierarchical prior drawn given the draws of its latent sites)."""
         rng = numpy_generator(seed, "init_params")
-        return {
-            site.name: np.asarray(site.prior.sample(rng, site.shape), dtype=np.float32)
-            for site in self.spec.sites()
-        }
+        params: dict[str, np.ndarray] = {}
+        for site in self.spec.sites():
+            draw = site.prior_given(params).sample(rng, site.shape)
+            params[site.name] = np.asarray(draw, dtype=np.float32)
+        return params
 
     def check_params(self, params: Mapping[str, object]) -> dict[str, np.ndarray]:
         """``params`` checked against the spec's sites (names, shapes, finiteness, support)."""

@@ -133,7 +133,7 @@ class Dropout:
         total = 0.0
         for weight, units in dense_weights(spec):
             p, w = rates[weight], params[weight]
-            dist = prior(sites[weight], ppl)
+            dist = prior(sites[weight], ppl, params)
             decay = dist.log_prob(w).sum() - dist.log_prob(w * 0.0).sum()
             entropy = ppl.dist.Bernoulli(probs=p).entropy()
             total = total + p / (1.0 - p) * decay + self.regularizer * units * entropy

@@ -13,8 +13,10 @@ log density on that parametrisation (:meth:`log_density_unconstrained`).
   \sigma_2^2)` elementwise, on the real line (Blundell et al. 2015, "Weight Uncertainty in
   Neural Networks", sec. 3.3); with ``learned=True`` its three parameters are point-estimated
   with the fit (type-II maximum likelihood), one set shared by every layer that carries it.
-
-A new prior is one class here satisfying :class:`Prior`.
+- :class:`HalfCauchy`: :math:`\lambda \sim \mathcal C^+(0, s)` on :math:`(0, \infty)`, sampled as
+  :math:`u = \log \lambda`: the scales of the horseshoe.
+A new prior is one class here satisfying :class:`Prior`, or :class:`HierarchicalPrior` for one
+with latent sites.
 
 This module imports neither torch nor jax.
 """
@@ -22,7 +24,7 @@ This module imports neither torch nor jax.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -64,6 +66,41 @@ class Prior(Protocol):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; :func:`prior_from_dict` reads it back."""
+
+
+@runtime_checkable
+class HierarchicalPrior(Protocol):
+    """A prior with latent sites of its own: the site's prior is conditional on them.
+
+    The model declares each latent site before the site (``<site>_<suffix>``, with its own
+    :class:`Prior`), and everything that needs the site's density asks :meth:`given` for its
+    conditional prior at the latent values (:meth:`ppl_bnn.model.spec.Site.prior_given`): the
+    program, initial draws, the mean-field KL, the framework-free potential.
+    """
+
+    positive: bool
+    learned: bool
+
+    def latent_sites(self, shape: tuple[int, ...]) -> dict[str, tuple[tuple[int, ...], Prior]]:
+        """``{suffix: (shape, prior)}`` of the latent sites of a site of ``shape``. Each shape
+        is a trailing part of ``shape`` (so that a value broadcasts against the site)."""
+
+    def given(self, latent: Mapping[str, Any]) -> Prior:
+        """The site's prior given its latent sites' values (constrained) by suffix, arrays of
+        any framework, with leading batch axes where the program vectorises draws."""
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """One draw of a site of ``shape`` from the marginal prior (latent values drawn too)."""
+
+    def unconstrain(self, value: np.ndarray) -> np.ndarray:
+        """``value`` mapped to the unconstrained space samplers move in."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; :func:`prior_from_dict` reads it back."""
+
+
+#: What a site's prior may be.
+SitePrior = Prior | HierarchicalPrior
 
 
 def _event(distribution: Any, shape: tuple[int, ...]) -> Any:
@@ -258,6 +295,91 @@ class ScaleMixture:
         }
 
 
+@dataclass(frozen=True)
+class HalfCauchy:
+    r"""Half-Cauchy prior :math:`\lambda \sim \mathcal C^+(0, s)`, density
+    :math:`2 / (\pi s (1 + \lambda^2 / s^2))` on :math:`(0, \infty)`, sampled as
+    :math:`u = \log \lambda`: a scale's prior with a heavy tail (Gelman 2006), the horseshoe's."""
+
+    scale: float = 1.0
+    positive = True
+    learned = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", _positive_finite("HalfCauchy scale", self.scale))
+
+    def distribution(self, ppl: PPL, shape: tuple[int, ...]) -> Any:
+        return _event(ppl.dist.HalfCauchy(self.scale), shape)
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        return np.abs(self.scale * rng.standard_cauchy(size=shape))
+
+    def unconstrain(self, value: np.ndarray) -> np.ndarray:
+        return np.log(value)
+
+    def log_density_unconstrained(
+        self, z: Any, exp: Callable[[Any], Any], log: Callable[[Any], Any]
+    ) -> Any:
+        # lambda = exp(z): log(2 / (pi s)) - log(1 + exp(2z) / s^2) + z; exp(2z) overflows
+        # float32 only beyond lambda ~ 1e19.
+        s = self.scale
+        n = math.prod(z.shape)
+        return n * math.log(2.0 / (math.pi * s)) + (z - log(1.0 + exp(2.0 * z) / s**2)).sum()
+
+    @classmethod
+    def examples(cls) -> tuple[HalfCauchy, ...]:
+        return (cls(), cls(0.1))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "half_cauchy", "scale": self.scale}
+
+
+@dataclass(frozen=True, eq=False)
+class NormalGivenScale:
+    r"""Zero-mean Normal with an array of stds :math:`s` broadcast against the site: the
+    conditional prior a :class:`HierarchicalPrior` gives at its latent values.
+
+    ``scale`` has shape ``batch + trailing``, ``trailing`` the last ``scale_ndim`` axes of the
+    site's shape; ``batch`` (draws the program vectorises) leads. Not stored: the hierarchical
+    prior that gave it is.
+    """
+
+    scale: Any
+    scale_ndim: int
+    positive = False
+    learned = False
+
+    def aligned(self, shape: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:
+        """``(scale, batch)``: the scale with axes inserted so that it broadcasts against a site
+        of ``shape`` behind its batch axes."""
+        s = self.scale
+        cut = len(s.shape) - self.scale_ndim
+        batch, trailing = tuple(s.shape[:cut]), tuple(s.shape[cut:])
+        return s.reshape(batch + (1,) * (len(shape) - self.scale_ndim) + trailing), batch
+
+    def distribution(self, ppl: PPL, shape: tuple[int, ...]) -> Any:
+        s, batch = self.aligned(shape)
+        normal = ppl.dist.Normal(0.0, s).expand(list(batch + tuple(shape)))
+        return normal.to_event(len(shape)) if shape else normal
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        return self.aligned(shape)[0] * rng.standard_normal(size=shape)
+
+    def unconstrain(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+    def log_density_unconstrained(
+        self, z: Any, exp: Callable[[Any], Any], log: Callable[[Any], Any]
+    ) -> Any:
+        s = self.aligned(tuple(z.shape))[0]
+        n = math.prod(z.shape)
+        repeats = n / math.prod(s.shape)  # how often each std is broadcast over the site
+        return -0.5 * (z * z / (s * s)).sum() - repeats * log(s).sum() - n * _HALF_LOG_2PI
+
+    def to_dict(self) -> dict[str, Any]:
+        raise TypeError("a conditional prior is not stored: store the hierarchical prior")
+
+
 #: The noise-precision prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
 #: used on the UCI regression benchmark; it floors the noise (see :mod:`ppl_bnn.model.spec`).
 PBP_NOISE_PRIOR = Gamma(6.0, 6.0)
@@ -265,10 +387,15 @@ PBP_NOISE_PRIOR = Gamma(6.0, 6.0)
 #: Prior classes by the ``kind`` their :meth:`to_dict` writes. Each also gives ``examples()``, a
 #: few instances that exercise it: the prior conformance tests run every class here with them
 #: (a prior of one's own, passed to ``BNN``, needs only :class:`Prior`).
-PRIORS: dict[str, type] = {"normal": Normal, "gamma": Gamma, "scale_mixture": ScaleMixture}
+PRIORS: dict[str, type] = {
+    "normal": Normal,
+    "gamma": Gamma,
+    "scale_mixture": ScaleMixture,
+    "half_cauchy": HalfCauchy,
+}
 
 
-def prior_from_dict(data: dict[str, Any]) -> Prior:
+def prior_from_dict(data: dict[str, Any]) -> SitePrior:
     """The prior a ``to_dict`` wrote; an unknown kind raises ``ValueError`` listing the known."""
     fields = dict(data)
     kind = fields.pop("kind", None)

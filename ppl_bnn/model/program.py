@@ -63,12 +63,15 @@ class PPL:
 HYPERPARAMETER_PREFIX = "prior_"
 
 
-def prior(site: Site, ppl: PPL, learned: Mapping[str, Any] | None = None) -> Any:
-    """The prior distribution of ``site`` in ``ppl``'s library; a learned prior takes its
+def prior(
+    site: Site, ppl: PPL, values: Mapping[str, Any], learned: Mapping[str, Any] | None = None
+) -> Any:
+    """The prior distribution of ``site`` in ``ppl``'s library, given the ``values`` of the
+    sites before it (a hierarchical prior's latent sites); a learned prior takes its
     hyperparameters from ``learned`` (see :func:`learned_hyperparameters`)."""
     if learned is not None and site.prior.learned:
         return site.prior.distribution(ppl, site.shape, learned)
-    return site.prior.distribution(ppl, site.shape)
+    return site.prior_given(values).distribution(ppl, site.shape)
 
 
 def learned_hyperparameters(spec: BNNSpec, ppl: PPL) -> dict[str, Any] | None:
@@ -150,10 +153,11 @@ def bnn_model(
     Returns the network output ``f`` (N, output_dim).
     """
     learned = learned_hyperparameters(spec, ppl)
-    params = {
-        site.name: _drop_data_plate_slot(ppl.sample(site.name, prior(site, ppl, learned)), site)
-        for site in spec.sites()
-    }
+    drawn: dict[str, Any] = {}  # as sampled, batch slots kept: a conditional prior's batch
+    params: dict[str, Any] = {}
+    for site in spec.sites():
+        drawn[site.name] = ppl.sample(site.name, prior(site, ppl, drawn, learned))
+        params[site.name] = _drop_data_plate_slot(drawn[site.name], site)
     f = forward(spec, params, x, ppl) if network is None else network(params, x)
     with ppl.plate("data", x.shape[0]), ppl.scale(scale=likelihood_scale):
         if spec.likelihood == "gaussian":
@@ -167,8 +171,13 @@ def bnn_model(
 
 
 def site_transforms(spec: BNNSpec, ppl: PPL) -> dict[str, Any]:
-    """Per site, the library's bijection from unconstrained space onto the prior's support."""
-    return {site.name: ppl.biject_to(prior(site, ppl).support) for site in spec.sites()}
+    """Per site, the library's bijection from unconstrained space onto the prior's support:
+    ``exp`` onto (0, inf) for a positive site, the identity on the real line."""
+    constraints = ppl.dist.constraints
+    return {
+        site.name: ppl.biject_to(constraints.positive if site.positive else constraints.real)
+        for site in spec.sites()
+    }
 
 
 def constrain(transforms: Mapping[str, Any], z: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:

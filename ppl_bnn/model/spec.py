@@ -36,7 +36,7 @@ This module imports neither torch nor jax.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from math import prod, sqrt
@@ -45,7 +45,15 @@ from typing import Any, Literal
 import numpy as np
 
 from ppl_bnn.model.layers import ACTIVATIONS, Dense, Layer, check_activation, layer_from_dict
-from ppl_bnn.model.priors import PBP_NOISE_PRIOR, Gamma, Normal, Prior, prior_from_dict
+from ppl_bnn.model.priors import (
+    PBP_NOISE_PRIOR,
+    Gamma,
+    HierarchicalPrior,
+    Normal,
+    Prior,
+    SitePrior,
+    prior_from_dict,
+)
 from ppl_bnn.model.scalars import is_int, is_number
 
 __all__ = ["ACTIVATIONS", "DEFAULT_NOISE_PRIOR", "LIKELIHOODS", "PRECISION_SITE", "BNNSpec", "Site"]
@@ -67,14 +75,18 @@ class Site:
     """One latent variable of the model.
 
     Attributes:
-        name: Site name, identical in every backend (``w0``, ``b0``, ..., ``precision``).
+        name: Site name, identical in every backend (``w0``, ``b0``, ..., ``precision``;
+            ``w0_tau``, ... for a hierarchical prior's latent sites).
         shape: Shape of one draw of the site.
         prior: Its prior (:mod:`ppl_bnn.model.priors`).
+        latent: ``(suffix, site name)`` of each latent site its prior is conditional on (a
+            :class:`~ppl_bnn.model.priors.HierarchicalPrior`'s); empty for the others.
     """
 
     name: str
     shape: tuple[int, ...]
-    prior: Prior
+    prior: SitePrior
+    latent: tuple[tuple[str, str], ...] = ()
 
     @property
     def positive(self) -> bool:
@@ -84,6 +96,13 @@ class Site:
     @property
     def size(self) -> int:
         return prod(self.shape)
+
+    def prior_given(self, values: Mapping[str, Any]) -> Prior:
+        """Its prior, given its latent sites' (constrained) ``values`` by site name where its
+        prior is hierarchical."""
+        if not self.latent:
+            return self.prior
+        return self.prior.given({suffix: values[name] for suffix, name in self.latent})
 
 
 def check_likelihood_name(likelihood: object) -> None:
@@ -175,7 +194,7 @@ class BNNSpec:
     input_dim: int | None = None
     input_shape: tuple[int, ...] | None = None
     layers: tuple[Layer, ...]
-    priors: Prior | tuple[Prior, ...] = DEFAULT_PRIOR
+    priors: SitePrior | tuple[SitePrior, ...] = DEFAULT_PRIOR
     likelihood: Literal["gaussian", "categorical"] = "gaussian"
     noise: float | Literal["learned"] | None = None
     num_classes: int | None = None
@@ -212,13 +231,13 @@ class BNNSpec:
             shapes.append(tuple(layer.output_shape(shapes[-1])))
         return tuple(shapes)
 
-    def _check_priors(self) -> tuple[Prior, ...]:
+    def _check_priors(self) -> tuple[SitePrior, ...]:
         count = self.num_layers
         priors = self.priors
-        if isinstance(priors, Prior):
+        if _is_prior(priors):
             return (priors,) * count
         priors = _as_tuple(priors)
-        if not isinstance(priors, tuple) or not all(isinstance(p, Prior) for p in priors):
+        if not isinstance(priors, tuple) or not all(_is_prior(p) for p in priors):
             raise ValueError(f"priors must be a prior or one prior per layer, got {self.priors!r}")
         if len(priors) != count:
             raise ValueError(f"{len(priors)} priors given but the network has {count} layers")
@@ -235,6 +254,11 @@ class BNNSpec:
         """The prior whose hyperparameters are fitted with the model (one, shared by every
         layer that carries it), or None."""
         return next((p for p in self.priors if p.learned), None)
+
+    @property
+    def hierarchical_prior(self) -> HierarchicalPrior | None:
+        """The first prior with latent sites of its own, or None."""
+        return next((p for p in self.priors if isinstance(p, HierarchicalPrior)), None)
 
     @classmethod
     def mlp(
@@ -333,14 +357,18 @@ class BNNSpec:
         return tuple(out)
 
     def sites(self) -> tuple[Site, ...]:
-        """Every latent site in model order: ``w0, b0, w1, b1, ...`` then ``precision``."""
+        """Every latent site in model order: ``w0, b0, w1, b1, ...`` then ``precision``; a
+        hierarchical prior's latent sites just before the site they scale (``w0_tau``,
+        ``w0_lambda``, ``w0``, ...)."""
         out: list[Site] = []
         for index, _, _, params in self._param_layers():
             prior = self.priors[index]
-            out.extend(
-                Site(name=f"{kind}{index}", shape=shape, prior=prior)
-                for kind, shape in params.items()
-            )
+            for kind, shape in params.items():
+                name = f"{kind}{index}"
+                latent = _latent_sites(name, shape, prior)
+                out.extend(latent)
+                pairs = tuple((s.name.removeprefix(f"{name}_"), s.name) for s in latent)
+                out.append(Site(name=name, shape=shape, prior=prior, latent=pairs))
         if self.learned_noise:
             out.append(Site(name=PRECISION_SITE, shape=(), prior=self.noise_prior))
         return tuple(out)
@@ -351,6 +379,11 @@ class BNNSpec:
         for index, layer, _, params in self._param_layers():
             names = layer.param_dims(index)
             dims.update({f"{kind}{index}": names[kind] for kind in params})
+        sites = self.sites()
+        shapes = {s.name: s.shape for s in sites}
+        for site in sites:  # a latent site's axes are the trailing ones of its site's
+            for _, name in site.latent:
+                dims[name] = dims[site.name][len(site.shape) - len(shapes[name]) :]
         if self.learned_noise:
             dims[PRECISION_SITE] = []
         return dims
@@ -386,6 +419,20 @@ class BNNSpec:
         data["layers"] = tuple(layer_from_dict(layer) for layer in data["layers"])
         data["priors"] = tuple(prior_from_dict(prior) for prior in data["priors"])
         return cls(**data)
+
+
+def _is_prior(value: object) -> bool:
+    return isinstance(value, Prior | HierarchicalPrior)
+
+
+def _latent_sites(name: str, shape: tuple[int, ...], prior: SitePrior) -> list[Site]:
+    """The latent sites of site ``name`` under ``prior`` (none unless it is hierarchical)."""
+    if not isinstance(prior, HierarchicalPrior):
+        return []
+    return [
+        Site(name=f"{name}_{suffix}", shape=tuple(latent_shape), prior=latent_prior)
+        for suffix, (latent_shape, latent_prior) in prior.latent_sites(shape).items()
+    ]
 
 
 def _check_noise_prior(prior: object, noise: object) -> Prior | None:
