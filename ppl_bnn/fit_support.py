@@ -1,7 +1,7 @@
 """What :func:`ppl_bnn.fit` checks before a method runs, in one place: the model, the seed, the
-method and its options, a learned prior against the method, the held-out pair, the memory the
-fit needs at the least (:mod:`ppl_bnn.methods.memory`), and the warnings a user should read
-before a long fit. Nothing here compiles or fits, so a refused fit costs nothing.
+method and its options, a learned or hierarchical prior against the method, the held-out pair,
+the memory the fit needs at the least (:mod:`ppl_bnn.methods.memory`), and the warnings a user
+should read before a long fit. Nothing here compiles or fits, so a refused fit costs nothing.
 """
 
 from __future__ import annotations
@@ -56,6 +56,15 @@ def plan_fit(
         raise ValueError(
             f"a learned prior needs an optimisation method that fits its hyperparameters "
             f"({learners}), not {method!r}: give the prior learned=False for {method}"
+        )
+    hierarchical = model.spec.hierarchical_prior
+    if hierarchical is not None and entry.needs_mode:
+        fits = ", ".join(m.name for m in METHODS if not m.needs_mode)
+        raise ValueError(
+            f"{method!r} is built on a mode of the log joint, and under the hierarchical prior "
+            f"{hierarchical!r} it has none (it grows without bound as a scale and the weights "
+            f"it scales go to 0 together): fit it by a method that integrates over the scales "
+            f"({fits})"
         )
     held_out = None
     if validation is not None:

@@ -9,10 +9,23 @@
 from ppl_bnn.model.priors import (
     PBP_NOISE_PRIOR,
     Gamma,
+    HalfCauchy,
+    HierarchicalPrior,
+    Horseshoe,
     Normal,
     Prior,
     ScaleMixture,
     prior_from_dict,
 )
 
-__all__ = ["PBP_NOISE_PRIOR", "Gamma", "Normal", "Prior", "ScaleMixture", "prior_from_dict"]
+__all__ = [
+    "PBP_NOISE_PRIOR",
+    "Gamma",
+    "HalfCauchy",
+    "HierarchicalPrior",
+    "Horseshoe",
+    "Normal",
+    "Prior",
+    "ScaleMixture",
+    "prior_from_dict",
+]

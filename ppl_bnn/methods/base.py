@@ -118,6 +118,9 @@ class Method:
         learns_hyperparameters: It maximises an objective over which a learned prior's
             hyperparameters can be fitted too (the ELBO or the log joint); ``fit`` refuses a
             learned prior for any other method.
+        needs_mode: Its answer is a mode of the log joint over every site, or is built around
+            one (MAP, its ensembles, Laplace, SWAG, MC dropout): ``fit`` refuses a hierarchical
+            prior (:class:`~ppl_bnn.model.priors.HierarchicalPrior`), whose joint has no mode.
         records_curves: It records training curves (:mod:`ppl_bnn.methods.curves`), so
             ``fit`` takes a ``validation=`` set for it.
         shared: Its runs may be intercepted (:mod:`ppl_bnn.methods.shared`; a benchmark's
@@ -146,6 +149,7 @@ class Method:
     requires: tuple[str, ...] = ()
     exact: bool = False
     learns_hyperparameters: bool = False
+    needs_mode: bool = False
     records_curves: bool = False
     shared: bool = False
     predicts_near_modes: bool = False

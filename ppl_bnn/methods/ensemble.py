@@ -107,6 +107,7 @@ METHOD = Method(
     summary="deep ensemble of independent MAP fits",
     options=EnsembleOptions,
     family=Family.ENSEMBLE,
+    needs_mode=True,
     smoke={"num_steps": 20, "num_members": 2},
     run=run,
     requires=("autoguide",),

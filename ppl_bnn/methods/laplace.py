@@ -310,6 +310,7 @@ METHOD = Method(
     summary="Gaussian at the mode: GGN precision, tuned prior (or the full Hessian)",
     options=LaplaceOptions,
     family=Family.OPTIMISATION,
+    needs_mode=True,
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
     requires=("autoguide", "jacobian", "linearised"),

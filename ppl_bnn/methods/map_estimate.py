@@ -96,6 +96,7 @@ METHOD = Method(
     summary="point estimate at the posterior mode",
     options=MAPOptions,
     family=Family.OPTIMISATION,
+    needs_mode=True,
     smoke={"num_steps": 30},
     driver="autoguide",
     learns_hyperparameters=True,

@@ -227,6 +227,7 @@ METHOD = Method(
     summary="MC dropout: a network trained with dropout, predicting with T masked passes",
     options=MCDropoutOptions,
     family=Family.OPTIMISATION,
+    needs_mode=True,
     smoke={"num_steps": 30, "num_draws": 5},
     run=run,
     requires=("autoguide",),

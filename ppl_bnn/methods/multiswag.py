@@ -47,6 +47,7 @@ METHOD = Method(
     summary="MultiSWAG: an ensemble of SWAG fits",
     options=MultiSWAGOptions,
     family=Family.ENSEMBLE,
+    needs_mode=True,
     smoke={**swag.METHOD.smoke, "num_members": 2},
     run=run,
     requires=("autoguide", "sgmcmc"),

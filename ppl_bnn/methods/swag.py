@@ -308,6 +308,7 @@ METHOD = Method(
     summary="SWAG: a Gaussian from SGD iterates after a MAP fit",
     options=SWAGOptions,
     family=Family.OPTIMISATION,
+    needs_mode=True,
     smoke={"num_steps": 30, "num_snapshots": 4, "rank": 2, "collect_every": 2, "num_draws": 5},
     run=run,
     requires=("autoguide", "sgmcmc"),

@@ -15,6 +15,11 @@ log density on that parametrisation (:meth:`log_density_unconstrained`).
   with the fit (type-II maximum likelihood), one set shared by every layer that carries it.
 - :class:`HalfCauchy`: :math:`\lambda \sim \mathcal C^+(0, s)` on :math:`(0, \infty)`, sampled as
   :math:`u = \log \lambda`: the scales of the horseshoe.
+- :class:`Horseshoe`: :math:`w_{ij} \mid \tau, \lambda_j \sim \mathcal N(0, \tau^2\lambda_j^2)`
+  with a scale :math:`\tau` per site and :math:`\lambda_j` per output unit, both half-Cauchy
+  (Carvalho et al. 2010; node-wise, as Ghosh et al. 2019 put it on networks). It is a
+  :class:`HierarchicalPrior`: its scales are latent sites of the model of their own.
+
 A new prior is one class here satisfying :class:`Prior`, or :class:`HierarchicalPrior` for one
 with latent sites.
 
@@ -380,6 +385,64 @@ class NormalGivenScale:
         raise TypeError("a conditional prior is not stored: store the hierarchical prior")
 
 
+@dataclass(frozen=True)
+class Horseshoe:
+    r"""Node-wise horseshoe prior (Carvalho et al. 2010, "The horseshoe estimator for sparse
+    signals"; on network units as in Ghosh, Yao & Doshi-Velez 2019, "Model Selection in
+    Bayesian Neural Networks via Horseshoe Priors"), per site:
+
+    .. math::
+
+        w_{\dots j} \mid \tau, \lambda_j \sim \mathcal N(0, \tau^2 \lambda_j^2),\qquad
+        \lambda_j \sim \mathcal C^+(0, b_\lambda),\qquad \tau \sim \mathcal C^+(0, b_\tau),
+
+    with :math:`j` the output unit (the site's last axis), :math:`\tau` one scale for the site
+    and :math:`b_\tau` = ``global_scale``, :math:`b_\lambda` = ``local_scale``. The scales are
+    latent sites ``<site>_tau`` and ``<site>_lambda``, sampled with the weights (centred
+    parametrisation). The joint density grows without bound as a unit's scale and its weights
+    go to 0 together, so it has no mode: methods built on one refuse it.
+    """
+
+    global_scale: float = 1.0
+    local_scale: float = 1.0
+    positive = False
+    learned = False
+
+    def __post_init__(self) -> None:
+        for name in ("global_scale", "local_scale"):
+            value = _positive_finite(f"Horseshoe {name}", getattr(self, name))
+            object.__setattr__(self, name, value)
+
+    def latent_sites(self, shape: tuple[int, ...]) -> dict[str, tuple[tuple[int, ...], Prior]]:
+        if not shape:
+            raise ValueError("a horseshoe prior needs a site with a unit axis, not a scalar")
+        return {
+            "tau": ((), HalfCauchy(self.global_scale)),
+            "lambda": (tuple(shape[-1:]), HalfCauchy(self.local_scale)),
+        }
+
+    def given(self, latent: Mapping[str, Any]) -> Prior:
+        return NormalGivenScale(latent["tau"][..., None] * latent["lambda"], scale_ndim=1)
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        latent = {k: p.sample(rng, s) for k, (s, p) in self.latent_sites(shape).items()}
+        return self.given(latent).sample(rng, shape)
+
+    def unconstrain(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+    @classmethod
+    def examples(cls) -> tuple[Horseshoe, ...]:
+        return (cls(), cls(0.1, 1.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "horseshoe",
+            "global_scale": self.global_scale,
+            "local_scale": self.local_scale,
+        }
+
+
 #: The noise-precision prior of probabilistic backpropagation (Hernández-Lobato & Adams 2015),
 #: used on the UCI regression benchmark; it floors the noise (see :mod:`ppl_bnn.model.spec`).
 PBP_NOISE_PRIOR = Gamma(6.0, 6.0)
@@ -392,6 +455,7 @@ PRIORS: dict[str, type] = {
     "gamma": Gamma,
     "scale_mixture": ScaleMixture,
     "half_cauchy": HalfCauchy,
+    "horseshoe": Horseshoe,
 }
 
 
