@@ -48,7 +48,7 @@ from ppl_bnn.defaults import DEFAULT_METHODS, MAX_ATTEMPTS
 from ppl_bnn.engine.registry import DEFAULT_BACKEND, backend_names
 from ppl_bnn.files import write_atomic
 from ppl_bnn.keys import content_key
-from ppl_bnn.methods import available, get_method, make_options
+from ppl_bnn.methods import METHODS, available, get_method, make_options
 from ppl_bnn.methods.memory import check_memory
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.spec import BNNSpec
@@ -256,6 +256,22 @@ def _check_results_dir_to_write(root: Path) -> None:
         )
 
 
+def _fitting_methods(methods: list[str], spec: BNNSpec, given: bool) -> list[str]:
+    """``methods`` less those built on a mode where the prior is hierarchical (its log joint
+    has none): dropped from the default list with a log line, a ``ValueError`` where given."""
+    if spec.hierarchical_prior is None:
+        return methods
+    moded = [m for m in methods if next(e for e in METHODS if e.name == m).needs_mode]
+    if moded and given:
+        raise ValueError(
+            f"methods {moded} are built on a mode of the log joint, which the hierarchical "
+            f"prior {spec.hierarchical_prior!r} leaves without one: drop them"
+        )
+    if moded:
+        logger.info("hierarchical prior: leaving out %s, built on a mode", ", ".join(moded))
+    return [m for m in methods if m not in moded]
+
+
 def _check_memory(
     spec: BNNSpec,
     methods: list[str],
@@ -306,8 +322,10 @@ def plan_comparison(
     fraction = DEFAULT_TEST_FRACTION if test_fraction is None else test_fraction
     if test is None and not (isinstance(fraction, float | int) and 0 < fraction < 1):
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    method_list = _names(
-        DEFAULT_METHODS if methods is None else methods, list(available()), "methods"
+    method_list = _fitting_methods(
+        _names(DEFAULT_METHODS if methods is None else methods, list(available()), "methods"),
+        model.spec,
+        given=methods is not None,
     )
     backend_list = _names(list(backends), list(backend_names()), "backends")
     if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):

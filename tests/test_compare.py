@@ -131,6 +131,14 @@ def test_the_suite_rebuilds_the_users_network(kwargs: dict) -> None:
     assert rebuilt.spec == model.spec
 
 
+def test_a_hierarchical_prior_leaves_out_the_methods_built_on_a_mode() -> None:
+    model = BNN(*_data(), hidden=(4,), noise="learned", prior=priors.Horseshoe())
+    plan = plan_comparison(model)
+    assert plan.table["methods"] and not {"map", "laplace", "ensemble"} & set(plan.table["methods"])
+    with pytest.raises(ValueError, match=r"methods \['map'\] are built on a mode .* drop them"):
+        plan_comparison(model, methods=["map", "svi"])
+
+
 def test_the_plan_tunes_what_needs_it_and_samples_a_reference_where_nuts_can() -> None:
     plan = plan_comparison(_model(), methods=["map", "mcdropout"])
     (dataset,) = plan.table["datasets"]

@@ -153,6 +153,7 @@ from ppl_bnn.data import DatasetNotFoundError, dataset_names, num_splits
 from ppl_bnn.data.catalog import BUILTIN, IMAGE_SETS
 from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.methods import get_method
+from ppl_bnn.model.priors import HierarchicalPrior
 from ppl_bnn.reference import REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.report.equivalence import Margins
@@ -566,7 +567,7 @@ def parse_suite(
                 for cell in cells if entry.sweep else [c for c in cells if c.seed == first]:
                     what = f"{where}: {cell.label} {cell.contestant} on {cell.backend}"
                     check_options(what, cell.method, cell.backend, cell.options)
-                    _check_learned_prior(what, cell)
+                    _check_prior(what, cell)
                     if cell.tune is not None:
                         # The sets that are not regression sets are the image sets.
                         regression = (
@@ -578,19 +579,26 @@ def parse_suite(
     return suite
 
 
-def _check_learned_prior(where: str, cell: Cell) -> None:
-    """``SuiteError`` when the cell's prior is learned and its method cannot fit it (as
-    :func:`ppl_bnn.fit` would refuse in the worker)."""
+def _check_prior(where: str, cell: Cell) -> None:
+    """``SuiteError`` where the cell's method cannot fit its prior, as :func:`ppl_bnn.fit` would
+    refuse it in the worker: a learned prior, or a hierarchical one for a method built on a
+    mode."""
     table = cell.model.get("prior")
     if table is None:
         return
     priors = weight_prior(table)
-    learned = any(p.learned for p in (priors if isinstance(priors, list) else [priors]))
-    if learned and not get_method(cell.method, cell.backend).learns_hyperparameters:
+    priors = priors if isinstance(priors, list) else [priors]
+    entry = get_method(cell.method, cell.backend)
+    if any(p.learned for p in priors) and not entry.learns_hyperparameters:
         raise SuiteError(
             f"{where}: the prior is learned (learned = true), which {cell.method} cannot fit "
             f"(it samples or approximates a fixed prior); exclude {cell.method!r} for this "
             "dataset or give the prior learned = false"
+        )
+    if any(isinstance(p, HierarchicalPrior) for p in priors) and entry.needs_mode:
+        raise SuiteError(
+            f"{where}: the prior is hierarchical (it has latent scales), so its log joint has "
+            f"no mode, which {cell.method} is built on; exclude {cell.method!r} for this dataset"
         )
 
 

@@ -291,6 +291,22 @@ def test_a_learned_prior_with_a_method_that_cannot_fit_it_is_refused_when_read()
     assert {c.method for c in parse_suite(_suite(datasets=fixed)).cells()} == {"svi", "nuts"}
 
 
+def test_a_hierarchical_prior_with_a_method_built_on_a_mode_is_refused_when_read() -> None:
+    horseshoe = {"kind": "horseshoe", "global_scale": 1.0, "local_scale": 1.0}
+    methods = {"svi": {}, "map": {}}
+    datasets = [{"name": "sine", "model": {"prior": horseshoe}}]
+    with pytest.raises(
+        SuiteError,
+        match=r"sine map on numpyro: the prior is hierarchical .* no mode, which map is built "
+        r"on; exclude 'map' for this dataset",
+    ):
+        parse_suite(_suite(datasets=datasets, methods=methods))
+    excluded = [{**datasets[0], "exclude": ["map"]}]
+    assert {c.method for c in parse_suite(_suite(datasets=excluded, methods=methods)).cells()} == {
+        "svi"
+    }
+
+
 def test_a_dataset_timeout_overrides_the_suites_for_its_cells_only() -> None:
     datasets = [{"name": "sine", "timeout_s": 7200}, {"name": "gap"}]
     suite = parse_suite(_suite(datasets=datasets))
