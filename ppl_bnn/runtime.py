@@ -4,7 +4,8 @@ JAX reads its host device count when it first starts, and torch's intra-op threa
 everything in the process, so neither is ever changed inside :func:`ppl_bnn.fit`. Entry points (a
 script, the test suite, a benchmark worker) call :func:`configure_runtime` first. JAX's persistent
 compilation cache is the exception: it is on by default, and its setting applies from the next
-NumPyro fit (see :mod:`ppl_bnn.backends.numpyro.compile_cache`).
+NumPyro fit (see :mod:`ppl_bnn.backends.numpyro.compile_cache`). Each backend that declares a
+``runtime`` module applies the settings its framework reads (``configure(settings)``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import logging
 import os
 
 from ppl_bnn import devices
-from ppl_bnn.backends.numpyro.compile_cache import set_jax_cache
-from ppl_bnn.engine.registry import backend_names, get_module
+from ppl_bnn.engine.registry import backend_names, declaration, get_module
 
 logger = logging.getLogger(__name__)
 
@@ -52,20 +52,17 @@ def configure_runtime(
         ValueError: An unknown ``device``, or ``host_devices`` / ``torch_threads`` below 1.
         DeviceError: ``device="cuda"`` where torch or JAX has no CUDA device.
     """
-    if host_devices is not None:
-        if host_devices < 1:
-            raise ValueError(f"host_devices must be >= 1, got {host_devices}")
-        import numpyro
-
-        numpyro.set_host_device_count(host_devices)
-    if torch_threads is not None:
-        if torch_threads < 1:
-            raise ValueError(f"torch_threads must be >= 1, got {torch_threads}")
-        import torch
-
-        torch.set_num_threads(torch_threads)
-    if jax_cache is not None:
-        set_jax_cache(jax_cache)
+    for name, value in (("host_devices", host_devices), ("torch_threads", torch_threads)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    settings = {
+        "host_devices": host_devices,
+        "torch_threads": torch_threads,
+        "jax_cache": jax_cache,
+    }
+    for backend in backend_names():  # each applies what its framework reads
+        if "runtime" in declaration(backend).modules:
+            get_module(backend, "runtime").configure(settings)
     if device is not None:
         _use_device(devices.check_device(device))
     logger.debug(

@@ -6,16 +6,16 @@ import platform
 from functools import cache
 from importlib import metadata
 
-_PACKAGES = (
-    "ppl_bnn", "numpy", "jax", "jaxlib", "numpyro", "blackjax", "torch", "pyro-ppl", "arviz",
-)  # fmt: skip
+from ppl_bnn.engine.registry import backend_names, declaration
 
 
 @cache
 def library_versions() -> dict[str, str]:
-    """``{package: version}`` for the stack, plus ``python``."""
+    """``{package: version}`` for the stack (``ppl_bnn``, numpy, every backend's declared
+    packages, ArviZ), plus ``python``."""
     out = {"python": platform.python_version()}
-    for pkg in _PACKAGES:
+    backends = [p for name in backend_names() for p in declaration(name).packages]
+    for pkg in ("ppl_bnn", "numpy", *backends, "arviz"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:

@@ -16,8 +16,8 @@ HOMES = ("backends", "engine")
 #: Modules that still name one, by count: the performance suite (its probes, the bare costs,
 #: the LeNet step and the perf report compare the two built-in PPLs by name: Pyro's potentials
 #: and updates against NumPyro's defaults), the backend-parity tables, the options only one
-#: backend reads (declared on the options field with its backend's name), the runtime's
-#: framework settings, the reference's backend and the library versions records keep.
+#: backend reads (declared on the options field with its backend's name), and the reference's
+#: backend.
 PENDING = {
     "bench/bare_costs.py": 5,
     "bench/lenet.py": 3,
@@ -26,11 +26,9 @@ PENDING = {
     "methods/hamiltonian.py": 4,
     "methods/optimisation.py": 4,
     "methods/sgmcmc.py": 1,
-    "reference/__init__.py": 2,
+    "reference/__init__.py": 1,
     "report/backends.py": 2,
     "report/perf.py": 19,
-    "runtime.py": 1,
-    "versions.py": 1,
 }
 
 

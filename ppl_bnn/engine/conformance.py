@@ -24,6 +24,7 @@ MODULE_CONTRACTS: dict[str, tuple[str, ...]] = {
     "linearised": protocol_members(Linearised),
     "jacobian": ("jacobian",),
     "device": ("cuda_missing", "use"),
+    "runtime": ("configure",),
 }
 
 

@@ -41,10 +41,13 @@ class BackendDeclaration:
         drivers: Its driver modules, each with ``run(name, target, options, seed)``; a method
             whose driver (or whose run function's ``Method.requires``) is not listed does not
             run on it, and is refused by name.
-        modules: Its further modules (``"linearised"``, ``"jacobian"``, ``"device"``), read by
+        modules: Its further modules (``"linearised"``, ``"jacobian"``, ``"device"``,
+            ``"runtime"``), read by
             :func:`get_module`; ``ops`` is always there and not listed.
         parallel_chains: A sampler's chains run in parallel, one per host device of the worker
             (a benchmark gives such a cell as many devices as chains).
+        packages: The distributions (as pip names them) it runs on, whose versions every
+            result records (:func:`ppl_bnn.versions.library_versions`).
     """
 
     name: str
@@ -52,6 +55,7 @@ class BackendDeclaration:
     drivers: tuple[str, ...]
     modules: tuple[str, ...] = ()
     parallel_chains: bool = False
+    packages: tuple[str, ...] = ()
 
 
 _packages: dict[str, str] = {}

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ppl_bnn.data import Dataset
+from ppl_bnn.engine.registry import declaration
 from ppl_bnn.files import netcdf_problem, write_atomic
 from ppl_bnn.reference.chains import MIN_CHAINS
 from ppl_bnn.versions import library_versions
@@ -108,8 +109,8 @@ DIAGNOSTICS = (
 )  # fmt: skip
 #: The backend a reference's chains run on: its engines' MCLMC and ensemble starts are JAX's.
 REFERENCE_BACKEND = "numpyro"
-#: Libraries whose versions are part of the cache key.
-KEY_VERSIONS = ("numpyro", "blackjax", "jax", "jaxlib")
+#: Libraries whose versions are part of the cache key: those its backend runs on.
+KEY_VERSIONS = declaration(REFERENCE_BACKEND).packages
 #: Statuses of a run that produced draws; ``failed``, ``timeout`` and ``infeasible`` did not.
 _FIT_STATUSES = ("ok", "diverged")
 #: Statuses of a reference that has predictions.

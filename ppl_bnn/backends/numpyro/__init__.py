@@ -1,7 +1,8 @@
 """NumPyro (JAX) backend: ``ops`` (the model program and array operations), the drivers
 ``autoguide`` (SVI), ``meanfield`` (the mean-field estimators), ``hmc`` (NUTS/HMC), ``mclmc``,
 ``mams`` and ``sgmcmc`` (SG-MCMC under ``lax.scan``), and the modules ``linearised``,
-``jacobian`` and ``device``. Importing this package imports no JAX: only :data:`BACKEND`."""
+``jacobian``, ``device`` and ``runtime``. Importing this package imports no JAX: only
+:data:`BACKEND`."""
 
 from ppl_bnn.engine.registry import BackendDeclaration
 
@@ -9,6 +10,7 @@ BACKEND = BackendDeclaration(
     name="numpyro",
     framework="JAX",
     drivers=("autoguide", "meanfield", "hmc", "mclmc", "mams", "sgmcmc"),
-    modules=("linearised", "jacobian", "device"),
+    modules=("linearised", "jacobian", "device", "runtime"),
+    packages=("numpyro", "blackjax", "jax", "jaxlib"),
     parallel_chains=True,
 )

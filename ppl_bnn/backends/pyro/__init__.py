@@ -10,5 +10,6 @@ BACKEND = BackendDeclaration(
     name="pyro",
     framework="torch",
     drivers=("autoguide", "meanfield", "hmc", "sgmcmc"),
-    modules=("linearised", "jacobian", "device"),
+    modules=("linearised", "jacobian", "device", "runtime"),
+    packages=("torch", "pyro-ppl"),
 )
