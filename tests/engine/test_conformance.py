@@ -15,6 +15,8 @@ from ppl_bnn import BNN, fit
 from ppl_bnn.engine import registry
 from ppl_bnn.engine.conformance import DRIVER_PARAMETERS, OPS_MEMBERS, check_conformance
 from ppl_bnn.methods import METHODS, available, get_method
+from ppl_bnn.runtime import configure_runtime
+from ppl_bnn.versions import library_versions
 
 
 @pytest.mark.parametrize("backend", registry.backend_names())
@@ -124,6 +126,23 @@ def test_a_third_backend_is_refused_by_name_where_it_lacks_a_driver(third_backen
     model = BNN(np.zeros((4, 1)), np.arange(4.0), hidden=[2])
     with pytest.raises(ValueError, match=r"'sgld' is not available on backend 'stub'"):
         fit(model, "sgld", backend="stub")
+
+
+def test_runtime_settings_and_recorded_versions_come_from_the_declarations(
+    third_backend, monkeypatch
+):
+    applied = {}
+    for backend in registry.backend_names():
+        if "runtime" in registry.declaration(backend).modules:
+            module = registry.get_module(backend, "runtime")
+            monkeypatch.setattr(module, "configure", lambda s, b=backend: applied.update({b: s}))
+    configure_runtime(torch_threads=1)  # the stub declares no runtime module: left out
+    assert set(applied) == {"numpyro", "pyro"}
+    assert applied["pyro"] == {"host_devices": None, "torch_threads": 1, "jax_cache": None}
+    versions = library_versions.__wrapped__()
+    for backend in registry.backend_names():
+        assert set(registry.declaration(backend).packages) <= set(versions)
+    assert {"numpyro", "jax", "torch", "pyro-ppl", "arviz", "ppl_bnn"} <= set(versions)
 
 
 def test_a_backend_short_of_the_contract_is_told_what_it_lacks(tmp_path, monkeypatch):
