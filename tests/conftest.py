@@ -139,3 +139,15 @@ def classification_data() -> tuple[np.ndarray, np.ndarray]:
     x = rng.normal(size=(30, 2))
     y = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
     return x, y
+
+
+@pytest.fixture
+def no_fit_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any fit that gets as far as building its target fails the test: a refusal must come
+    before any work."""
+    from ppl_bnn.engine.contracts import Target
+
+    def no_work(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the target was built")
+
+    monkeypatch.setattr(Target, "build", no_work)
