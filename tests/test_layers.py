@@ -20,12 +20,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ppl_bnn.seeding",
         "ppl_bnn.timing",
         "ppl_bnn.files",
-        "ppl_bnn.versions",
         "ppl_bnn.devices",
         "ppl_bnn.defaults",
         "ppl_bnn.processes",
     ),
-    ("ppl_bnn.engine",),
+    ("ppl_bnn.engine", "ppl_bnn.versions"),
     ("ppl_bnn.model", "ppl_bnn.layers", "ppl_bnn.priors"),
     (
         "ppl_bnn.predictive",
