@@ -16,7 +16,8 @@ import pytest
 
 from ppl_bnn import commands
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
-from ppl_bnn.bench.runner import ReferenceOutcome, SweepSummary, run_suite
+from ppl_bnn.bench.reference_jobs import ReferenceOutcome
+from ppl_bnn.bench.runner import SweepSummary, run_suite
 from ppl_bnn.bench.suite import parse_suite
 from ppl_bnn.cli import build_parser, main
 from tests.data.conftest import DEFAULT_SHARED_DATA

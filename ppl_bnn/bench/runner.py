@@ -26,10 +26,8 @@ stops the sweep; it is listed in the summary.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import shutil
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
@@ -45,34 +43,29 @@ from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.executors import dask_executor, local_executor
 from ppl_bnn.bench.lock import LOCK_FILE, hold_lock
 from ppl_bnn.bench.preflight import check_cells_memory
-from ppl_bnn.bench.process import run_cell_process, run_cells_process
+from ppl_bnn.bench.process import run_cells_process
 from ppl_bnn.bench.progress import SweepProgress
 from ppl_bnn.bench.record import (
     FAILED,
-    PREDICTIONS_FILE,
-    RECORD_FILE,
     last_run,
     record_problem,
     retried,
 )
-from ppl_bnn.bench.replaced import set_aside
+from ppl_bnn.bench.reference_jobs import (
+    PendingReference,
+    ReferenceOutcome,
+    plan_references,
+    publish_reference,
+    reference_outcome,
+    submit_reference,
+)
 from ppl_bnn.bench.schema import SELECTION_FLAGS, check_selection
-from ppl_bnn.bench.staging import install
 from ppl_bnn.bench.suite import ReferenceJob, Suite
 from ppl_bnn.bench.suite_file import current_configs, previous_runs, write_suite_file
-from ppl_bnn.data import load_dataset
-from ppl_bnn.files import clean_staging, staging_dir
+from ppl_bnn.files import clean_staging
 from ppl_bnn.reference import (
-    REFERENCE_FILE,
     REFERENCES_DIR,
-    add_reference_file,
     cache_root,
-    cached_reference,
-    data_fingerprint,
-    read_reference,
-    reference_document,
-    reference_key,
-    write_reference,
 )
 from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
@@ -84,39 +77,6 @@ logger = logging.getLogger(__name__)
 STARTS_FROM: dict[str, str] = {"laplace": "map"}
 #: The results folder's shared-fit store (:mod:`ppl_bnn.bench.fit_store`).
 FITS_DIR = "fits"
-#: What a reference's results folder gets from its cache entry (the InferenceData stays there).
-_PUBLISHED = (RECORD_FILE, PREDICTIONS_FILE)
-
-
-@dataclass(frozen=True)
-class ReferenceOutcome:
-    """One reference job's result.
-
-    Attributes:
-        name: ``<dataset>-split<k>``.
-        source: ``cached``, ``computed``, ``skipped`` (the dataset's ``no_reference``) or
-            ``unavailable`` (its data did not load, so it has no key).
-        document: Its ``reference.json``.
-    """
-
-    name: str
-    source: str
-    document: dict[str, Any]
-
-    @property
-    def failed(self) -> bool:
-        """True when no record came out of it: ``failed`` or ``timeout``."""
-        return self.document["status"] in FAILED
-
-
-@dataclass(frozen=True)
-class _PendingReference:
-    """A reference to compute, and its cache entry's ``reference.json`` when it was planned
-    (a failed one, or None)."""
-
-    job: ReferenceJob
-    key: str
-    seen: dict[str, Any] | None = None
 
 
 @dataclass
@@ -182,124 +142,6 @@ def plan(
     return todo, kept
 
 
-def _document(job: ReferenceJob, **fields: Any) -> dict[str, Any]:
-    """The ``reference.json`` of ``job`` without a record (see
-    :func:`ppl_bnn.reference.reference_document`)."""
-    return reference_document(
-        job.cell.label,
-        job.cell.split,
-        settings=job.settings.as_dict(),
-        model=job.cell.model,
-        computed_at=timestamp(),
-        **fields,
-    )
-
-
-def plan_references(
-    jobs: list[ReferenceJob],
-    root: Path,
-    *,
-    data_dir: str | None = None,
-    retry: bool = True,
-    rerun_failed: bool = False,
-) -> tuple[list[_PendingReference], list[ReferenceOutcome]]:
-    """Split reference jobs into those to compute and the outcomes known without computing:
-    cached (a failure too, unless it is :func:`~ppl_bnn.bench.record.retried`), infeasible
-    (``no_reference``) or unavailable (the data, which the key fingerprints, does not load)."""
-    todo, done = [], []
-    for job in jobs:
-        cell = job.cell
-        if job.no_reference is not None:
-            document = _document(job, status="infeasible", note=job.no_reference)
-            done.append(ReferenceOutcome(job.name, "skipped", document))
-            continue
-        try:
-            data = load_dataset(cell.dataset, split=cell.split, data_dir=data_dir, **cell.data)
-        except (OSError, ValueError) as err:
-            document = _document(job, status="failed", note=f"{type(err).__name__}: {err}")
-            done.append(ReferenceOutcome(job.name, "unavailable", document))
-            continue
-        key = reference_key(cell.config(), data_fingerprint(data))
-        cached = cached_reference(root, key)
-        if cached is None or retried(cached, retry=retry, rerun_failed=rerun_failed):
-            todo.append(_PendingReference(job, key, read_reference(root / key)))
-        else:
-            done.append(ReferenceOutcome(job.name, "cached", cached))
-    return todo, done
-
-
-def publish_reference(outcome: ReferenceOutcome, root: Path, results_dir: Path) -> Path:
-    """Install ``<results_dir>/references/<name>/``: the outcome's ``reference.json`` and, where
-    it has a cache entry, that entry's ``record.json`` and ``predictions.nc``. A fitted
-    reference published there before under another key (other data, settings or versions) is
-    set aside (:mod:`ppl_bnn.bench.replaced`), not overwritten."""
-    final = results_dir / REFERENCES_DIR / outcome.name
-    published = read_reference(final)
-    if (
-        published is not None
-        and published.get("passed") is not None  # it has draws
-        and published.get("key") != outcome.document["key"]
-    ):
-        set_aside(final, results_dir, "references", "another reference took its place (its "
-                  "data, settings or library versions changed)")  # fmt: skip
-    staging = staging_dir(final)
-    key = outcome.document["key"]
-    for name in _PUBLISHED if key else ():
-        if (root / key / name).is_file():
-            shutil.copy2(root / key / name, staging / name)
-    write_reference(staging, outcome.document)
-    install(staging, final)
-    return final
-
-
-def compute_reference(
-    cell_dict: dict[str, Any], entry: str, seen: dict[str, Any] | None, **process: Any
-) -> dict[str, Any] | None:
-    """Compute a reference into its cache entry ``entry`` under the entry's lock, unless another
-    process did while this one waited for it (the entry no longer holds ``seen``, what it held
-    when the reference was planned): then return None, else the reference cell's record.
-
-    Plain arguments, so the function can be shipped to a Dask worker; ``process`` goes to
-    :func:`ppl_bnn.bench.process.run_cell_process`.
-    """
-    path = Path(entry)
-    with hold_lock(path.with_name(f".{path.name}.lock"), wait=True):
-        if read_reference(path) != seen:
-            return None
-        return run_cell_process(cell_dict, entry, **process)
-
-
-def _submit_reference(
-    executor: Executor, pending: _PendingReference, root: Path, **process: Any
-) -> Future:
-    """Compute a reference into its cache entry; its ``reference.json`` is written into the
-    staging directory, so the entry appears complete or not at all."""
-    finish = functools.partial(
-        add_reference_file, key=pending.key, settings=pending.job.settings.as_dict()
-    )
-    entry = str(root / pending.key)
-    cell = pending.job.cell.to_dict()
-    return executor.submit(
-        compute_reference, cell, entry, pending.seen, before_install=finish, **process
-    )
-
-
-def _reference_outcome(future: Future, pending: _PendingReference, root: Path) -> ReferenceOutcome:
-    job = pending.job
-    source = "computed"
-    try:
-        if future.result() is None:
-            source = "cached"  # by another process, while this one waited for it
-        document = read_reference(root / pending.key)
-    except Exception as err:  # an executor failure must not stop the sweep
-        logger.exception("reference %s: the executor failed to run it", job.name)
-        document = _document(job, status="failed", note=f"{type(err).__name__}: {err}")
-    if document is None:
-        note = f"no {REFERENCE_FILE} in the cache entry {root / pending.key}"
-        document = _document(job, status="failed", note=note)
-    return ReferenceOutcome(job.name, source, document)
-
-
 def _group_statuses(future: Future, group: list[Cell]) -> list[str]:
     try:
         return [str(record["status"]) for record in future.result()]
@@ -361,7 +203,7 @@ def check_jobs(jobs: int | None) -> None:
 
 def _sweep(
     executor_cm: Any,
-    references: list[_PendingReference],
+    references: list[PendingReference],
     cells: list[tuple[Cell, Path]],
     summary: SweepSummary,
     *,
@@ -400,7 +242,7 @@ def _sweep(
 
 def _schedule(
     executor: Executor,
-    references: list[_PendingReference],
+    references: list[PendingReference],
     cells: list[tuple[Cell, Path]],
     summary: SweepSummary,
     bar: Any,
@@ -412,9 +254,9 @@ def _schedule(
     **process: Any,
 ) -> None:
     """:func:`_sweep`'s loop: hand jobs to ``executor`` and record them as they finish."""
-    futures: dict[Future, _PendingReference | list[Cell]] = {}
+    futures: dict[Future, PendingReference | list[Cell]] = {}
     for job in references:
-        futures[_submit_reference(executor, job, root, **process)] = job
+        futures[submit_reference(executor, job, root, **process)] = job
     store = None if results is None else str(results / FITS_DIR)
     kept_in = None if results is None else str(results)
     groups = program_groups(cells)
@@ -443,7 +285,7 @@ def _schedule(
 
 def _record(
     future: Future,
-    item: _PendingReference | list[Cell],
+    item: PendingReference | list[Cell],
     summary: SweepSummary,
     bar: Any,
     root: Path,
@@ -452,8 +294,8 @@ def _record(
 ) -> None:
     """Record a finished reference or group of cells in ``summary``, the progress bar and
     ``on_progress``; publish a reference into ``results`` unless it is None."""
-    if isinstance(item, _PendingReference):
-        outcome = _reference_outcome(future, item, root)
+    if isinstance(item, PendingReference):
+        outcome = reference_outcome(future, item, root)
         summary.references.append(outcome)
         if results is not None:
             publish_reference(outcome, root, results)
@@ -468,7 +310,7 @@ def _record(
         bar.done("cell", len(item))
     bar.set_postfix_str(f"{label}: {status}")
     if on_progress is not None:
-        on_progress([] if isinstance(item, _PendingReference) else [c.label for c in item])
+        on_progress([] if isinstance(item, PendingReference) else [c.label for c in item])
 
 
 def run_suite(
@@ -546,7 +388,7 @@ def run_suite(
                                       data_dir=data_dir, retry=retry,
                                       rerun_failed=rerun_failed)  # fmt: skip
 
-        def sweep(pending_references: list[_PendingReference], todo_cells: list[Cell]) -> None:
+        def sweep(pending_references: list[PendingReference], todo_cells: list[Cell]) -> None:
             executor_cm, threads, in_flight = _executor(jobs, dask_address)
             _sweep(executor_cm, pending_references,
                    [(cell, cells_dir / cell.cell_id) for cell in todo_cells], summary, root=root,
@@ -623,7 +465,7 @@ def _cached_references(
     results: Path,
     summary: SweepSummary,
     **planning: Any,
-) -> list[_PendingReference]:
+) -> list[PendingReference]:
     """The references to compute; those cached (or skipped) are published into the results
     folder and counted in ``summary`` (``planning``: :func:`plan_references`'s keywords)."""
     if not ref_jobs:

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from ppl_bnn.bench import runner
+from ppl_bnn.bench import reference_jobs
 from ppl_bnn.bench.lock import LOCK_FILE, LockedError, hold_lock
-from ppl_bnn.bench.runner import compute_reference, run_suite
+from ppl_bnn.bench.reference_jobs import compute_reference
+from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.reference import FORMAT, write_reference
 from tests.bench.conftest import tiny_suite
 
@@ -91,7 +92,7 @@ def test_a_reference_computed_by_another_process_meanwhile_is_taken(
         calls.append(entry)
         return {"status": "ok"}
 
-    monkeypatch.setattr(runner, "run_cell_process", fake)
+    monkeypatch.setattr(reference_jobs, "run_cell_process", fake)
     entry = tmp_path / "key"
     taken: list[Any] = []
     with hold_lock(tmp_path / ".key.lock"):  # another process computes it

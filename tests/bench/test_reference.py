@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ppl_bnn.bench.record import write_record
-from ppl_bnn.bench.runner import plan_references
+from ppl_bnn.bench.reference_jobs import plan_references
 from ppl_bnn.data import load_dataset
 from ppl_bnn.defaults import MAX_ATTEMPTS
 from ppl_bnn.reference import (

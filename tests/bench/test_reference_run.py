@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import xarray as xr
 
-from ppl_bnn.bench import process, runner
+from ppl_bnn.bench import process, reference_jobs
 from ppl_bnn.bench.cell import base_record, cell_from_dict
 from ppl_bnn.bench.process import install
 from ppl_bnn.bench.record import read_record, read_records, write_record
@@ -148,7 +148,7 @@ def test_references_are_submitted_before_the_cells(
     order: list[str] = []
     passing = {"chains_run": 4.0, "chains_kept": 4.0, "floor_w2": 0.01}
     fake = _fake_process(order, passing)
-    monkeypatch.setattr(runner, "run_cell_process", fake)  # references
+    monkeypatch.setattr(reference_jobs, "run_cell_process", fake)  # references
     monkeypatch.setattr(process, "run_cell_process", fake)  # cells, by run_cells_process
     suite = tiny_suite(reference=TINY_REFERENCE, datasets=[{"name": "sine"}, {"name": "gap"}],
                        methods={"svi": FAST_SVI, "map": {"num_steps": 5}})  # fmt: skip
