@@ -1,9 +1,11 @@
-"""Pyro against NumPyro, compared fairly: the same settings, paired replicates, the noise shown.
+"""Each backend against the default one (Pyro against NumPyro), compared fairly: the same
+settings, paired replicates, the noise shown.
 
-A method is compared across backends on a dataset only where both ran it with identical
+A method is compared across two backends on a dataset only where both ran it with identical
 settings (the suite's options for the cell, and neither with a reduced budget): the quality
-difference Pyro - NumPyro is the mean of paired differences over (split, seed) with its standard
-error, shown beside the seed-to-seed spread (standard deviation) of the metric within NumPyro.
+difference (e.g. Pyro - NumPyro) is the mean of paired differences over (split, seed) with its
+standard error, shown beside the seed-to-seed spread (standard deviation) of the metric within
+the default backend.
 A difference that a paired t-test at the 5% level does not tell from zero
 (:func:`ppl_bnn.report.ranking.clear`) is reported as agreement, never as a win. Pairs whose
 settings differ are listed with what differs, and not compared. Distances to the reference
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ppl_bnn.engine.registry import DEFAULT_BACKEND, backend_names
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Table
 from ppl_bnn.report.glossary import label
@@ -27,7 +30,6 @@ from ppl_bnn.report.load import SuiteResults, method_key, references_pass
 from ppl_bnn.report.ranking import REPLICATE, clear, reduced
 from ppl_bnn.report.stats import WITH_METRICS
 
-A, B = "pyro", "numpyro"
 TEST_QUALITY = ("test_ll", "rmse", "accuracy", "nll")
 QUALITY = (*TEST_QUALITY, "ref_w2", "ref_tv")
 COSTS = ("time_total", "s_per_grad", "s_per_step")
@@ -73,12 +75,15 @@ def _verdict(diff: float, se: float, pairs: int) -> str:
     return "differ" if clear(diff, se, pairs) else "agree"
 
 
-def comparisons(results: SuiteResults) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Backend comparisons: ``(compared, not_compared)``.
+def comparisons(
+    results: SuiteResults, other: str, base: str = DEFAULT_BACKEND
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Backend ``other`` against ``base``: ``(compared, not_compared)``.
 
     ``compared``: per (dataset, method, column) with identical settings on both backends, the
-    paired difference, its standard error, pairs, NumPyro's seed-to-seed standard deviation and
-    the verdict; plus cost ratios. ``not_compared``: (dataset, method, what differs).
+    paired difference ``other - base``, its standard error, pairs, ``base``'s seed-to-seed
+    standard deviation and the verdict; plus cost ratios. ``not_compared``: (dataset, method,
+    what differs).
     """
     cells = results.cells
     compared: list[dict[str, Any]] = []
@@ -87,11 +92,12 @@ def comparisons(results: SuiteResults) -> tuple[pd.DataFrame, pd.DataFrame]:
         return pd.DataFrame(compared), pd.DataFrame(skipped)
     used = cells[cells["status"].isin(WITH_METRICS)]
     for (dataset, method), group in used.groupby(["dataset", "method"], sort=False):
-        a, b = group[group["backend"] == A], group[group["backend"] == B]
+        a, b = group[group["backend"] == other], group[group["backend"] == base]
         if a.empty or b.empty:
             continue
-        settings = {_settings(results, c) for c in group["cell_id"]}
-        noted = reduced(group).any()
+        pair = pd.concat([a, b])
+        settings = {_settings(results, c) for c in pair["cell_id"]}
+        noted = reduced(pair).any()
         if len(settings) > 1 or noted:
             why = "a reduced budget" if noted else "different options"
             skipped.append({"dataset": dataset, "method": method, "why": why})
@@ -110,16 +116,21 @@ def comparisons(results: SuiteResults) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def backend_tables(results: SuiteResults) -> list[Table]:
-    """The comparison table (per dataset, method and quality metric: Pyro - NumPyro ± SE) and
-    the table of pairs not compared, where there are any."""
-    compared, skipped = comparisons(results)
-    tables = [] if compared.empty else [_compared_table(compared)]
-    if not skipped.empty:
-        tables.append(_skipped_table(skipped))
+    """For each backend that ran besides the default one: the comparison table (per dataset,
+    method and quality metric: that backend - the default ± SE) and the table of pairs not
+    compared, where there are any."""
+    ran = set(results.cells["backend"]) if not results.cells.empty else set()
+    tables = []
+    for other in (b for b in backend_names() if b != DEFAULT_BACKEND and b in ran):
+        compared, skipped = comparisons(results, other)
+        if not compared.empty:
+            tables.append(_compared_table(compared, other, DEFAULT_BACKEND))
+        if not skipped.empty:
+            tables.append(_skipped_table(skipped))
     return tables
 
 
-def _compared_table(compared: pd.DataFrame) -> Table:
+def _compared_table(compared: pd.DataFrame, other: str, base: str) -> Table:
     rows: list[tuple[Inline, ...]] = []
     for _, row in compared.sort_values("method", key=lambda s: s.map(method_key)).iterrows():
         ratio = fmt.ratio(row.get("time_total:ratio"))
@@ -141,15 +152,15 @@ def _compared_table(compared: pd.DataFrame) -> Table:
                 )
             )
     header = (
-        "dataset", "method", "metric", "pairs", "pyro - numpyro", "numpyro seed sd", "verdict",
-        "fit time pyro/numpyro",
+        "dataset", "method", "metric", "pairs", f"{other} - {base}", f"{base} seed sd",
+        "verdict", f"fit time {other}/{base}",
     )  # fmt: skip
     caption = (
-        "The same method with identical settings on both backends, paired on (split, seed): the "
-        "mean difference Pyro - NumPyro ± its standard error, beside the seed-to-seed standard "
-        "deviation of the metric within NumPyro; 'agree' unless a paired t-test at the 5% "
-        "level tells the difference from zero (the parity tests check the two log densities are "
-        "the same). Fit time: geometric mean of the ratio over pairs."
+        f"The same method with identical settings on {other} and {base}, paired on (split, "
+        f"seed): the mean difference {other} - {base} ± its standard error, beside the "
+        f"seed-to-seed standard deviation of the metric within {base}; 'agree' unless a paired "
+        "t-test at the 5% level tells the difference from zero (the parity tests check the two "
+        "log densities are the same). Fit time: geometric mean of the ratio over pairs."
     )
     numeric = (False, False, False, True, True, True, False, True)
     classes = tuple("problem" if r[6] == "differ" else "" for r in rows)
