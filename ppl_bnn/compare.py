@@ -256,13 +256,16 @@ def _check_results_dir_to_write(root: Path) -> None:
         )
 
 
-def _fitting_methods(methods: list[str], spec: BNNSpec, given: bool) -> list[str]:
-    """``methods`` less those built on a mode where the prior is hierarchical (its log joint
-    has none): dropped from the default list with a log line, a ``ValueError`` where given."""
+def _fitting_methods(given: Sequence[str] | None, spec: BNNSpec) -> list[str]:
+    """The methods ``given`` (checked), or the default ones, less those built on a mode where
+    the prior is hierarchical (its log joint has none): dropped from the default list with a
+    log line, a ``ValueError`` where given."""
+    methods = _names(DEFAULT_METHODS if given is None else given, list(available()), "methods")
     if spec.hierarchical_prior is None:
         return methods
-    moded = [m for m in methods if next(e for e in METHODS if e.name == m).needs_mode]
-    if moded and given:
+    on_modes = {m.name for m in METHODS if m.needs_mode}
+    moded = [m for m in methods if m in on_modes]
+    if moded and given is not None:
         raise ValueError(
             f"methods {moded} are built on a mode of the log joint, which the hierarchical "
             f"prior {spec.hierarchical_prior!r} leaves without one: drop them"
@@ -322,11 +325,7 @@ def plan_comparison(
     fraction = DEFAULT_TEST_FRACTION if test_fraction is None else test_fraction
     if test is None and not (isinstance(fraction, float | int) and 0 < fraction < 1):
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    method_list = _fitting_methods(
-        _names(DEFAULT_METHODS if methods is None else methods, list(available()), "methods"),
-        model.spec,
-        given=methods is not None,
-    )
+    method_list = _fitting_methods(methods, model.spec)
     backend_list = _names(list(backends), list(backend_names()), "backends")
     if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")

@@ -366,8 +366,8 @@ class BNNSpec:
             for kind, shape in params.items():
                 name = f"{kind}{index}"
                 latent = _latent_sites(name, shape, prior)
-                out.extend(latent)
-                pairs = tuple((s.name.removeprefix(f"{name}_"), s.name) for s in latent)
+                out.extend(site for _, site in latent)
+                pairs = tuple((suffix, site.name) for suffix, site in latent)
                 out.append(Site(name=name, shape=shape, prior=prior, latent=pairs))
         if self.learned_noise:
             out.append(Site(name=PRECISION_SITE, shape=(), prior=self.noise_prior))
@@ -425,12 +425,13 @@ def _is_prior(value: object) -> bool:
     return isinstance(value, Prior | HierarchicalPrior)
 
 
-def _latent_sites(name: str, shape: tuple[int, ...], prior: SitePrior) -> list[Site]:
-    """The latent sites of site ``name`` under ``prior`` (none unless it is hierarchical)."""
+def _latent_sites(name: str, shape: tuple[int, ...], prior: SitePrior) -> list[tuple[str, Site]]:
+    """``(suffix, site)`` of each latent site of site ``name`` under ``prior`` (none unless it
+    is hierarchical)."""
     if not isinstance(prior, HierarchicalPrior):
         return []
     return [
-        Site(name=f"{name}_{suffix}", shape=tuple(latent_shape), prior=latent_prior)
+        (suffix, Site(name=f"{name}_{suffix}", shape=tuple(latent_shape), prior=latent_prior))
         for suffix, (latent_shape, latent_prior) in prior.latent_sites(shape).items()
     ]
 
