@@ -469,12 +469,11 @@ def compare(
 ) -> Comparison:
     """Fit ``model`` by every method and compare them: the benchmark's verdict on your data.
 
-    Each (method, backend, split, seed) is a cell of the suite runner, in its own warm worker
-    process with a timeout; a results folder that already holds finished cells of the same
-    comparison resumes (only what is missing runs, and failed cells are tried again). The
-    workers never run the calling script: no ``if __name__ == "__main__":`` guard is needed.
-    Every argument, the splits of the data and the memory each fit needs at the least are
-    checked before anything is written or started.
+    Each (method, backend, split, seed) is a cell, run in its own warm worker process with a
+    timeout; a results folder holding finished cells of the same comparison resumes. No
+    ``if __name__ == "__main__":`` guard is needed. Every argument, the splits and the memory
+    each fit needs are checked before anything is written or started. The guide:
+    ``docs/guide/compare.md``.
 
     Example:
         >>> import numpy as np
@@ -482,78 +481,63 @@ def compare(
         >>> x = np.random.default_rng(0).normal(size=(200, 3))
         >>> model = BNN(x, x @ [1.0, -2.0, 0.5] + np.sin(x[:, 0]), hidden=(20,), noise="learned")
         >>> comparison = compare(model, methods=["map", "svi", "nuts"])  # doctest: +SKIP
-        >>> print(comparison.summary)  # doctest: +SKIP
 
     Args:
         model: The network and its training data (flat inputs or images).
-        test: A held-out ``(x_test, y_test)``; without it, a seeded random ``test_fraction``
-            of the model's data (stratified by class) is held out in each of ``splits`` splits.
-        test_fraction: Default 0.1.
-        splits: Random splits (replicates, with ``seeds``).
-        methods: The contestants (:func:`ppl_bnn.available_methods`); default
-            :data:`~ppl_bnn.defaults.DEFAULT_METHODS`: NUTS, SGLD, mean-field VI, MAP, the GGN
-            Laplace, a deep ensemble, SWAG and MC dropout.
-        backends: ``"numpyro"`` and/or ``"pyro"``.
-        seeds: A count (seeds 0..n-1), the seeds, or ``"auto"``: seeds 0-2, then more for the
-            contestants the seeds cannot decide, up to 10 (:mod:`ppl_bnn.bench.auto_seeds`).
-        reference: ``"auto"`` (a reference posterior, a chain ensemble from deep-ensemble
-            starts with its own floor, :mod:`ppl_bnn.reference`, where the network has at most
-            :data:`AUTO_REFERENCE_WEIGHTS` weights and weights x training points is at most
-            :data:`AUTO_REFERENCE_WORK`), ``True``, ``False`` or a mapping of
-            :class:`~ppl_bnn.reference.ReferenceSettings`. Fidelity ranks only against a
-            reference that passed its gate (it has a floor).
-        tune: ``"auto"``: a method whose default does not hold on every data set (MC
-            dropout's rate) runs tuned on a validation split of each training set (never the
-            test set), unless ``options`` sets that option; ``False``: as given.
-        options: Method -> options passed to ``fit`` (e.g. ``{"svi": {"num_steps": 5000}}``).
-        jobs: Cells at once (default: the number of cores).
-        results_dir: Default ``reports/compare-<name>-<key>``, the key a hash of the label,
-            the model's spec, the data and the split (logged). Cells of other methods or settings
-            stored there before are listed by the report as outside the comparison, not used.
-        timeout_s: Each cell's wall-clock limit.
+        test, test_fraction, splits: A held-out ``(x_test, y_test)``; without it, a seeded
+            random fraction (default 0.1, stratified by class) of the data is held out in each
+            of ``splits`` splits.
+        methods: The contestants; default :data:`~ppl_bnn.defaults.DEFAULT_METHODS`.
+        backends: Any of :func:`ppl_bnn.engine.registry.backend_names`.
+        seeds: A count (seeds 0..n-1), the seeds, or ``"auto"``: 0-2, then more for the
+            contestants they cannot decide, up to 10 (:mod:`ppl_bnn.bench.auto_seeds`).
+        reference: ``"auto"`` (a reference posterior, :mod:`ppl_bnn.reference`, for networks
+            within :data:`AUTO_REFERENCE_WEIGHTS` and :data:`AUTO_REFERENCE_WORK`), ``True``,
+            ``False`` or a mapping of :class:`~ppl_bnn.reference.ReferenceSettings`.
+        tune: ``"auto"``: a method whose default does not hold on every data set (MC dropout's
+            rate) is tuned on a validation split of each training set, unless ``options``
+            sets that option; ``False``: as given.
+        options: Method -> options for ``fit`` (e.g. ``{"svi": {"num_steps": 5000}}``).
+        jobs, timeout_s: Cells at once (default: the cores), and each cell's time limit.
+        results_dir: Default ``reports/compare-<name>-<hash of name, spec, data and split>``.
         name: The dataset's label: the report's title, and part of the default folder.
-        reference_dir: The reference cache (see :func:`ppl_bnn.reference.cache_root`).
-        retry: Run cells (and references) that failed or timed out in an earlier run again,
-            until each has had :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs; False keeps
-            their failures.
-        rerun_failed: Run them again however many runs they have had.
-        margins: How close counts as "as good" (:class:`~ppl_bnn.report.equivalence.Margins`,
-            or a mapping of its ``fidelity_ratio`` and ``test_ll_nats``); default its
-            defaults.
-        tables: The data file and test file (or None) the model's data were read from
-            (:func:`ppl_bnn.data.splits.read_tables`): the cells read those files, checked by
-            their SHA-256, instead of a copy of the data written into the results folder.
+        reference_dir: The reference cache (:func:`ppl_bnn.reference.cache_root`).
+        retry, rerun_failed: Run failed cells and references again up to
+            :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs each (False: keep the failures), or
+            however many runs they have had.
+        margins: How close counts as "as good" (:class:`~ppl_bnn.report.equivalence.Margins`).
+        tables: The data and test files the model's data came from
+            (:func:`ppl_bnn.data.splits.read_tables`): cells read those, checked by SHA-256.
 
     Returns:
-        The :class:`~ppl_bnn.comparison.Comparison`, with ``.table``, ``.summary``,
-        ``.report(path)`` and ``.results``. Where some cells failed or timed out, a
-        :class:`FailedCellsWarning` names them.
+        The :class:`~ppl_bnn.comparison.Comparison` (``.table``, ``.summary``, ``.report()``,
+        ``.results``); a :class:`FailedCellsWarning` names the cells that failed or timed out.
 
     Raises:
-        TypeError, ValueError: a bad argument, a ``results_dir`` that holds other files, or a
-            split no fit can use (checked before anything is written or run).
-        ppl_bnn.methods.memory.InsufficientMemoryError: a fit needs more memory than is
-            available (checked before anything is written or run).
-        ComparisonFailedError: no cell produced a result; its ``comparison`` reads their
-            records.
+        TypeError, ValueError: a bad argument, a ``results_dir`` holding other files, or a
+            split no fit can use; ``ppl_bnn.methods.memory.InsufficientMemoryError``: a fit
+            needs more memory than there is (both before anything is written or run).
+        ComparisonFailedError: no cell produced a result.
     """
     plan = plan_comparison(
         model, test=test, test_fraction=test_fraction, splits=splits, methods=methods,
         backends=backends, seeds=seeds, reference=reference, tune=tune, options=options,
         results_dir=results_dir, timeout_s=timeout_s, name=name, margins=margins, tables=tables,
     )  # fmt: skip
+    return _run_comparison(plan, jobs, reference_dir, retry=retry, rerun_failed=rerun_failed)
+
+
+def _run_comparison(
+    plan: _Plan, jobs: int | None, reference_dir: str | os.PathLike[str] | None, **retries: bool
+) -> Comparison:
+    """Write the plan's data and run its suite (compiled programs cached in the results folder:
+    a rerun compiles nothing again); the comparison, checked for failed cells."""
     logger.info("compare: results in %s", plan.results_dir)
     suite = write_data(plan)
-    # The compilation cache inside the results folder: a rerun compiles nothing again.
     run = run_suite(
-        suite,
-        plan.results_dir,
-        jobs=jobs,
-        reference_dir=reference_dir,
-        jax_cache=str((plan.results_dir / JAX_CACHE_DIR).resolve()),
-        retry=retry,
-        rerun_failed=rerun_failed,
-    )
+        suite, plan.results_dir, jobs=jobs, reference_dir=reference_dir,
+        jax_cache=str((plan.results_dir / JAX_CACHE_DIR).resolve()), **retries,
+    )  # fmt: skip
     logger.info("compare: %s in %.1f s", dict(run.statuses), run.wall_s)
     comparison = Comparison(plan.results_dir)
     _check_outcome(comparison, run)

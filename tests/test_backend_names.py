@@ -15,18 +15,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ppl_bnn"
 HOMES = ("backends", "engine")
 #: Modules that still name one, by count: the performance suite (its probes, the bare costs,
 #: the LeNet step and the perf report compare the two built-in PPLs by name: Pyro's potentials
-#: and updates against NumPyro's defaults), the options only one backend reads (declared on the
-#: options field with its backend's name, and valued by Pyro's own implementations), and the
-#: reference's backend.
+#: and updates against NumPyro's defaults).
 PENDING = {
     "bench/bare_costs.py": 5,
     "bench/lenet.py": 3,
     "bench/perf_suite.py": 7,
     "bench/probes.py": 18,
-    "methods/hamiltonian.py": 4,
-    "methods/optimisation.py": 4,
-    "methods/sgmcmc.py": 1,
-    "reference/__init__.py": 1,
     "report/perf.py": 19,
 }
 

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -331,22 +332,20 @@ def run_suite(
     wait: bool = False,
     on_progress: Callable[[list[str]], None] | None = None,
 ) -> SweepSummary:
-    """Run the suite's reference posteriors that are not cached, then every cell that is not
-    already done; never stop at a failing cell or reference. The results folder is locked
-    from start to end.
+    """Run the suite's references that are not cached, then every cell not already done; never
+    stop at a failing cell or reference. The results folder is locked from start to end.
 
     Args:
         suite: The parsed suite.
-        results_dir: Where ``cells/``, ``references/`` and ``suite.json`` go
-            (``reports/<suite>``).
-        jobs: Cells at once on this machine (default: the number of cores); each cell's process
-            gets ``cores // jobs`` threads so that cells never oversubscribe the cores.
+        results_dir: Where ``cells/``, ``references/`` and ``suite.json`` go (``reports/<suite>``).
+        jobs: Cells at once on this machine (default: the number of cores), each process with
+            ``cores // jobs`` threads so that cells never oversubscribe the cores.
         dask_address: Run on this Dask scheduler instead of locally.
         data_dir: Data directory for datasets that need one.
-        max_splits: Only the first splits of each dataset.
-        only: Restrict to these datasets / methods / backends (references: datasets only).
-        retry: Run cells and references stored as failed or timed out again, until each has
-            had :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs; False keeps the failures.
+        max_splits, only: Only the first splits of each dataset; only these datasets /
+            methods / backends (references: datasets only).
+        retry: Run failed or timed out cells and references again, until each has had
+            :data:`~ppl_bnn.defaults.MAX_ATTEMPTS` runs; False keeps the failures.
         rerun_failed: Run them again however many runs they have had.
         force: Rerun every cell (references are reused: their key fixes their result).
         jax_cache: JAX persistent compilation cache directory shared by the cells.
@@ -360,28 +359,23 @@ def run_suite(
     check_jobs(jobs)
     jobs = _probe_jobs(suite, jobs, dask_address)
     check_selection(suite.name, only, suite.selectable())  # a typo, before any folder is made
-    cells = suite.cells(max_splits=max_splits, data_dir=data_dir, only=only)
+    selection = {"data_dir": data_dir, "max_splits": max_splits, "only": only}
+    cells = suite.cells(**selection)
     check_cells_memory(cells, data_dir)  # what no machine here could fit, likewise
     start, started_at = now(), timestamp()
     results = Path(results_dir)
     results.mkdir(parents=True, exist_ok=True)
     with hold_lock(results / LOCK_FILE, wait=wait):
         cells_dir = _prepare_folder(suite, results, cells, only)
-        selection = {"data_dir": data_dir, "max_splits": max_splits, "only": only}
         # seeds = "auto": the seeds an earlier run added are this run's too.
         cells.extend(stored_cells(suite, cells_dir, {c.cell_id for c in cells}, **selection))
-        configs = current_configs(suite, data_dir)
         todo, kept = plan(cells, cells_dir, retry=retry, rerun_failed=rerun_failed, force=force)
-        summary = SweepSummary()
-        _count_kept(summary, kept)
+        summary = _count_kept(SweepSummary(), kept)
         root = cache_root(reference_dir)
-        ref_jobs = []
-        if references and suite.reference is not None:
-            ref_jobs = suite.references(max_splits=max_splits, data_dir=data_dir, only=only)
-        runs = previous_runs(results)
-        write_suite_file(
-            suite, results, cells, references=references, configs=configs, wall_s=None, runs=runs
-        )
+        ref_jobs = suite.references(**selection) if references and suite.reference else []
+        log = _SuiteLog(suite, results, cells, references, current_configs(suite, data_dir),
+                        previous_runs(results), start, started_at)  # fmt: skip
+        log.write()
         logger.info("%s: %d cells, %d to run, %d already done", suite.name, len(cells), len(todo),
                     len(kept))  # fmt: skip
         ref_todo = _cached_references(suite.name, ref_jobs, root, results, summary,
@@ -395,24 +389,49 @@ def run_suite(
                    results=results, on_progress=on_progress, in_flight=in_flight,
                    data_dir=data_dir, threads=threads, jax_cache=jax_cache)  # fmt: skip
 
-        def finish(interrupted: bool) -> None:
-            """Write ``suite.json`` with this run among the runs, if it produced anything."""
-            summary.wall_s = now() - start
-            run = _run_entry(summary, started_at, interrupted)
-            done = [*runs, run] if run["cells_run"] or run["references_computed"] else runs
-            write_suite_file(suite, results, cells, references=references, configs=configs,
-                             wall_s=summary.wall_s, runs=done)  # fmt: skip
-
-        try:
+        with log.recording(summary, ref_jobs):
             sweep(ref_todo, todo)
             _auto_rounds(suite, results, cells, summary, lambda todo: sweep([], todo),
                          retry=retry, rerun_failed=rerun_failed, **selection)  # fmt: skip
-        except KeyboardInterrupt:
-            finish(interrupted=True)
-            raise
-        _in_job_order(summary, ref_jobs)
-        finish(interrupted=False)
         return summary
+
+
+@dataclass
+class _SuiteLog:
+    """Writes a sweep's ``suite.json``: the suite, its cells and configs, and its runs."""
+
+    suite: Suite
+    results: Path
+    cells: list[Cell]
+    references: bool
+    configs: dict[str, Any]
+    runs: list[dict[str, Any]]
+    start: float
+    started_at: str
+
+    def write(self, summary: SweepSummary | None = None, interrupted: bool = False) -> None:
+        """Before the sweep (no ``summary``): the earlier runs only; after it, this run among
+        them, where it produced anything."""
+        runs, wall_s = self.runs, None
+        if summary is not None:
+            wall_s = summary.wall_s = now() - self.start
+            run = _run_entry(summary, self.started_at, interrupted)
+            if run["cells_run"] or run["references_computed"]:
+                runs = [*runs, run]
+        write_suite_file(self.suite, self.results, self.cells, references=self.references,
+                         configs=self.configs, wall_s=wall_s, runs=runs)  # fmt: skip
+
+    @contextmanager
+    def recording(self, summary: SweepSummary, jobs: list[ReferenceJob]) -> Iterator[None]:
+        """Around the sweep: this run written into ``suite.json`` when it ends, interrupted
+        or not (its references in job order when it ran to the end)."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.write(summary, interrupted=True)
+            raise
+        _in_job_order(summary, jobs)
+        self.write(summary)
 
 
 def _probe_jobs(suite: Suite, jobs: int | None, dask_address: str | None) -> int | None:
@@ -506,13 +525,14 @@ def _auto_rounds(
         sweep(todo)
 
 
-def _count_kept(summary: SweepSummary, kept: list[dict[str, Any]]) -> None:
-    """Count the records of cells kept from an earlier run in ``summary``."""
+def _count_kept(summary: SweepSummary, kept: list[dict[str, Any]]) -> SweepSummary:
+    """``summary``, with the records of cells kept from an earlier run counted in."""
     for record in kept:
         summary.statuses[record["status"]] += 1
         summary.skipped_statuses[record["status"]] += 1
         if record["status"] in FAILED:
             summary.failed_cells.append(record["cell_id"])
+    return summary
 
 
 def _run_entry(summary: SweepSummary, started_at: str, interrupted: bool) -> dict[str, Any]:

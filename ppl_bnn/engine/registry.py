@@ -32,6 +32,21 @@ DEFAULT_BACKEND = "numpyro"
 
 
 @dataclass(frozen=True)
+class OwnOption:
+    """An option of the methods' options that this backend alone reads (a field declared with
+    :func:`ppl_bnn.methods.base.backend_option`), e.g. Pyro's ``potential``.
+
+    Attributes:
+        name: The options field.
+        values: The values it takes on this backend (empty: any that the field's own check
+            allows).
+    """
+
+    name: str
+    values: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
 class BackendDeclaration:
     """What one backend package provides, exported from its ``__init__`` as ``BACKEND``.
 
@@ -48,6 +63,9 @@ class BackendDeclaration:
             (a benchmark gives such a cell as many devices as chains).
         packages: The distributions (as pip names them) it runs on, whose versions every
             result records (:func:`ppl_bnn.versions.library_versions`).
+        own_options: The options it alone reads; ``fit`` refuses them on any other backend.
+        check_options: Called with a method's options dataclass before a fit on this backend;
+            raises ``ValueError`` naming a combination it cannot run (None: every one runs).
     """
 
     name: str
@@ -56,6 +74,8 @@ class BackendDeclaration:
     modules: tuple[str, ...] = ()
     parallel_chains: bool = False
     packages: tuple[str, ...] = ()
+    own_options: tuple[OwnOption, ...] = ()
+    check_options: Callable[[Any], None] | None = None
 
 
 _packages: dict[str, str] = {}
@@ -115,6 +135,11 @@ def check_backend(name: object) -> str:
 def declaration(name: str) -> BackendDeclaration:
     """What backend ``name`` declares."""
     return _declarations[check_backend(name)]
+
+
+def option_owners() -> dict[str, str]:
+    """``{option: backend}`` for every option that one backend alone reads."""
+    return {own.name: name for name in backend_names() for own in declaration(name).own_options}
 
 
 def _module(backend: str, name: str) -> ModuleType:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ppl_bnn.engine.registry import check_backend
+from ppl_bnn.engine.registry import BackendDeclaration, check_backend, declaration
 from ppl_bnn.methods import (
     csghmc,
     csgld,
@@ -89,9 +89,11 @@ def get_method(name: str, backend: str) -> Method:
 def make_options(method: Method, options: dict[str, Any], backend: str | None = None) -> Any:
     """``method``'s options dataclass; unknown names raise an error listing the valid ones.
 
-    With ``backend``, an option given that another backend only reads (declared on its field
+    With ``backend``, an option given that another backend alone reads (declared on its field
     with :func:`~ppl_bnn.methods.base.backend_option`) raises an error naming the option and the
-    backend it applies to. Options stored with every field filled in are read without it.
+    backend it applies to, and the backend's declaration checks the values of its own options
+    and their combination (:class:`~ppl_bnn.engine.registry.BackendDeclaration`). Options
+    stored with every field filled in are read without it.
     """
     valid = [f.name for f in fields(method.options) if f.init]
     unknown = sorted(set(options) - set(valid))
@@ -108,7 +110,22 @@ def make_options(method: Method, options: dict[str, Any], backend: str | None = 
                     f"option {name!r} of method {method.name!r} applies to the {only} backend "
                     f"only; backend {backend!r} does not read it: drop it"
                 )
+        _check_own_options(made, declaration(backend))
     return made
+
+
+def _check_own_options(options: Any, declared: BackendDeclaration) -> None:
+    """``ValueError`` naming an own option of the backend whose value it does not take, or a
+    combination its ``check_options`` refuses."""
+    for own in declared.own_options:
+        value = getattr(options, own.name, None)
+        if own.values and hasattr(options, own.name) and value not in own.values:
+            raise ValueError(
+                f"unknown {own.name} {value!r} on backend {declared.name!r}; available: "
+                f"{', '.join(map(str, own.values))}"
+            )
+    if declared.check_options is not None:
+        declared.check_options(options)
 
 
 def backend_options(method: Method, backend: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, ClassVar, Protocol
 
 from ppl_bnn.engine.contracts import protocol_members
-from ppl_bnn.engine.registry import backend_names, declaration, get_driver
+from ppl_bnn.engine.registry import backend_names, declaration, get_driver, option_owners
 from ppl_bnn.methods import shared
 from ppl_bnn.methods.output import RunOutput
 
@@ -27,23 +27,39 @@ class Family(StrEnum):
     ENSEMBLE = "ensemble"
 
 
-#: Metadata key of an options field that one backend only reads: the backend's name.
-BACKEND_ONLY = "backend"
+#: Metadata key of an options field that one backend alone reads.
+BACKEND_ONLY = "backend_only"
 
 
-def backend_option(default: Any, backend: str) -> Any:
-    """An options dataclass field that only ``backend`` reads (e.g. Pyro's ``potential``).
+def backend_option(default: Any) -> Any:
+    """An options dataclass field that one backend alone reads (e.g. Pyro's ``potential``).
 
-    Declared on the field, so the options class is the one place that says it; ``fit`` refuses
-    the option, when given, on any other backend (see :func:`option_backends`).
+    The backend that reads it lists it in its declaration
+    (:attr:`~ppl_bnn.engine.registry.BackendDeclaration.own_options`), with the values it
+    takes; ``fit`` refuses the option, when given, on any other backend (see
+    :func:`option_backends`).
     """
-    return field(default=default, metadata={BACKEND_ONLY: backend})
+    return field(default=default, metadata={BACKEND_ONLY: True})
 
 
 def option_backends(options: type) -> dict[str, str]:
     """``{option: backend}`` for each field of the options class ``options`` that one backend
-    only reads."""
-    return {f.name: f.metadata[BACKEND_ONLY] for f in fields(options) if BACKEND_ONLY in f.metadata}
+    alone reads: the backend whose declaration lists it.
+
+    Raises:
+        LookupError: A field declared with :func:`backend_option` that no backend lists.
+    """
+    owners = option_owners()
+    out = {}
+    for f in fields(options):
+        if BACKEND_ONLY in f.metadata:
+            if f.name not in owners:
+                raise LookupError(
+                    f"option {f.name!r} of {options.__name__} is one backend's own, but no "
+                    "backend's declaration lists it (BackendDeclaration.own_options)"
+                )
+            out[f.name] = owners[f.name]
+    return out
 
 
 class MethodOptions(Protocol):

@@ -35,8 +35,6 @@ from ppl_bnn.methods.checks import (
 from ppl_bnn.methods.divergence import diverged
 from ppl_bnn.methods.starts import SAMPLER_INITS
 
-#: Pyro potentials: flat-vector ones (see :mod:`ppl_bnn.backends.pyro.potential`), then Pyro's own.
-PYRO_POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
 #: How NumPyro runs several chains (``auto``: in parallel where there are host devices enough).
 CHAIN_METHODS: tuple[str, ...] = ("auto", "parallel", "sequential", "vectorized")
 
@@ -75,9 +73,9 @@ class MCMCOptions:
     target_accept: float = 0.8
     step_size: float = 1.0
     dense_mass: bool = False
-    potential: str = backend_option("compiled", "pyro")
-    init: str = backend_option("uniform", "numpyro")
-    chain_method: str = backend_option("auto", "numpyro")
+    potential: str = backend_option("compiled")
+    init: str = backend_option("uniform")
+    chain_method: str = backend_option("auto")
 
     @property
     def kept_draws(self) -> int:
@@ -95,10 +93,6 @@ class MCMCOptions:
         check_probability("target_accept", self.target_accept)
         check_positive_float("step_size", self.step_size)
         check_bool("dense_mass", self.dense_mass)
-        if self.potential not in PYRO_POTENTIALS:
-            raise ValueError(
-                f"unknown potential {self.potential!r}; available: {', '.join(PYRO_POTENTIALS)}"
-            )
         check_choice("init", self.init, SAMPLER_INITS)
         check_choice("chain_method", self.chain_method, CHAIN_METHODS)
 

@@ -72,10 +72,6 @@ def check_init_loc(value: object) -> None:
         raise ValueError(f"unknown init_loc {value!r}; available: {', '.join(INIT_LOCS)}")
 
 
-#: Pyro's optimiser updates: one fused Adam over all guide parameters, or Pyro's ``SVI.step``.
-PYRO_UPDATES: tuple[str, ...] = ("fused", "pyro")
-
-
 @dataclass(frozen=True, kw_only=True)
 class OptimisationOptions:
     """Options every guide-based method shares.
@@ -99,8 +95,8 @@ class OptimisationOptions:
     num_steps: int = 5000
     learning_rate: float = 0.01
     num_particles: int = 1
-    jit: bool = backend_option(True, "pyro")
-    update: str = backend_option("fused", "pyro")
+    jit: bool = backend_option(True)
+    update: str = backend_option("fused")
     batch_size: int | None = None
     kl_weight: float = 1.0
 
@@ -109,10 +105,6 @@ class OptimisationOptions:
         check_positive_float("learning_rate", self.learning_rate)
         check_positive_int("num_particles", self.num_particles)
         check_bool("jit", self.jit)
-        if self.update not in PYRO_UPDATES:
-            raise ValueError(
-                f"unknown update {self.update!r}; available: {', '.join(PYRO_UPDATES)}"
-            )
         if self.batch_size is not None:
             check_positive_int("batch_size", self.batch_size)
         check_positive_float("kl_weight", self.kl_weight)
@@ -209,11 +201,6 @@ class GaussianGuideOptions(SampledGuideOptions):
                 f"estimator {self.estimator!r} samples each weight's pre-activations on its own "
                 f"and needs the mean-field guide (method 'svi'); the {self.GUIDE} guide takes "
                 f"estimator: {', '.join(map(repr, self.ESTIMATORS))}"
-            )
-        if self.estimator != "reparam" and self.update == "pyro":
-            raise ValueError(
-                f"estimator {self.estimator!r} is fitted by its own loop with one fused torch "
-                "Adam, not by Pyro's SVI.step: drop update='pyro'"
             )
 
     @property

@@ -138,7 +138,7 @@ class SGMCMCOptions:
     num_cycles: int = 4
     exploration: float = 0.8
     temperature: float = 1.0
-    jit: bool = backend_option(True, "pyro")
+    jit: bool = backend_option(True)
 
     @property
     def step_rate(self) -> float:

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ppl_bnn.data import Dataset
-from ppl_bnn.engine.registry import declaration
+from ppl_bnn.engine.registry import DEFAULT_BACKEND, declaration
 from ppl_bnn.files import netcdf_problem, write_atomic
 from ppl_bnn.reference.chains import MIN_CHAINS
 from ppl_bnn.versions import library_versions
@@ -107,8 +107,9 @@ DIAGNOSTICS = (
     "floor_agreement_random", "rhat_across", "rhat_within_median", "ess_within_median",
     "divergences", "max_tree_depth_share",
 )  # fmt: skip
-#: The backend a reference's chains run on: its engines' MCLMC and ensemble starts are JAX's.
-REFERENCE_BACKEND = "numpyro"
+#: The backend a reference's chains run on: the default one, which runs every engine with
+#: ensemble starts and its chains in parallel.
+REFERENCE_BACKEND = DEFAULT_BACKEND
 #: Libraries whose versions are part of the cache key: those its backend runs on.
 KEY_VERSIONS = declaration(REFERENCE_BACKEND).packages
 #: Statuses of a run that produced draws; ``failed``, ``timeout`` and ``infeasible`` did not.

@@ -11,8 +11,9 @@ import pytest
 
 from ppl_bnn import BNN
 from ppl_bnn.files import import_arviz
+from ppl_bnn.methods import get_method, make_options
 from ppl_bnn.metrics.reference import FIDELITY_POINTS, evenly
-from ppl_bnn.reference import ReferenceSettings
+from ppl_bnn.reference import ENGINES, REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference.chains import (
     ChainSummary,
     assess_chains,
@@ -140,3 +141,13 @@ def test_a_mams_reference_keeps_every_chain_and_its_halves_agree(model: BNN) -> 
     assert result.info["dropped_chains"] == []
     assert min(result.info["acceptance"]) > 0.6
     assert assessment.metrics()["floor_w2_std"] < 0.01
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_runs_on_the_references_backend_as_its_settings_ask(engine: str) -> None:
+    """The options a reference batch passes (ensemble starts, vectorised chains) are ones its
+    backend reads and takes, and the engine runs there."""
+    settings = ReferenceSettings(engine=engine)
+    method = get_method(engine, REFERENCE_BACKEND)
+    made = make_options(method, settings.engine_options(), backend=REFERENCE_BACKEND)
+    assert made.num_chains == settings.chains_per_batch

@@ -4,7 +4,7 @@
 ``jacobian``, ``device`` and ``runtime``. Importing this package imports no JAX: only
 :data:`BACKEND`."""
 
-from ppl_bnn.engine.registry import BackendDeclaration
+from ppl_bnn.engine.registry import BackendDeclaration, OwnOption
 
 BACKEND = BackendDeclaration(
     name="numpyro",
@@ -13,4 +13,5 @@ BACKEND = BackendDeclaration(
     modules=("linearised", "jacobian", "device", "runtime"),
     packages=("numpyro", "blackjax", "jax", "jaxlib"),
     parallel_chains=True,
+    own_options=(OwnOption("init"), OwnOption("chain_method")),
 )

@@ -4,7 +4,27 @@ flat, compiled potential), ``rng`` (seeded torch, scoped param store), the drive
 ``sgmcmc`` (SG-MCMC in a torch loop), and the modules ``linearised``, ``jacobian`` and
 ``device``. Importing this package imports no torch: only :data:`BACKEND`."""
 
-from ppl_bnn.engine.registry import BackendDeclaration
+from typing import Any
+
+from ppl_bnn.engine.registry import BackendDeclaration, OwnOption
+
+#: How NUTS/HMC evaluate the potential: flat-vector ones (:mod:`.potential`), then Pyro's own
+#: per-site potential with and without ``jit_compile``.
+POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
+#: How SVI updates the guide: one fused torch Adam, or Pyro's ``SVI.step``.
+UPDATES: tuple[str, ...] = ("fused", "pyro")
+
+
+def check_options(options: Any) -> None:
+    """Pyro's ``SVI.step`` fits the reparameterised ELBO only: the other estimators have their
+    own loop (the ``meanfield`` driver)."""
+    estimator = getattr(options, "estimator", "reparam")
+    if estimator != "reparam" and getattr(options, "update", None) == "pyro":
+        raise ValueError(
+            f"estimator {estimator!r} is fitted by its own loop with one fused torch Adam, not "
+            "by Pyro's SVI.step: drop update='pyro'"
+        )
+
 
 BACKEND = BackendDeclaration(
     name="pyro",
@@ -12,4 +32,10 @@ BACKEND = BackendDeclaration(
     drivers=("autoguide", "meanfield", "hmc", "sgmcmc"),
     modules=("linearised", "jacobian", "device", "runtime"),
     packages=("torch", "pyro-ppl"),
+    own_options=(
+        OwnOption("potential", POTENTIALS),
+        OwnOption("update", UPDATES),
+        OwnOption("jit"),
+    ),
+    check_options=check_options,
 )
