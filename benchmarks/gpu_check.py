@@ -127,11 +127,12 @@ def scores(result: Any, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def lenet_rows(data: Any, backend: str, sizes: Sizes) -> list[tuple[str, ...]]:
     from ppl_bnn import BNN, fit
     from ppl_bnn.bench import lenet
+    from ppl_bnn.bench.perf_suite import perf_module
 
     x = data.x_train.astype(np.float32)
     n = len(x)
-    plain_run, _ = lenet.plain_step(backend, x, data.y_train, batch_size=BATCH,
-                                    steps=sizes.plain_steps)  # fmt: skip
+    plain_run, _ = perf_module(backend).plain_step(x, data.y_train, batch_size=BATCH,
+                                                   steps=sizes.plain_steps)  # fmt: skip
     plain_s = plain_run()
     model = BNN(x, data.y_train, layers=lenet.lenet5(), likelihood="categorical",
                 num_classes=10, prior=lenet.PRIORS["scale_mixture"])  # fmt: skip

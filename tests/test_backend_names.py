@@ -1,7 +1,6 @@
 """No module outside ``backends/`` and ``engine/`` names a backend, read from the code: neither a
 string that is a registered backend's name (docstrings aside) nor an import of a backend's
-modules. Those listed in :data:`PENDING` still do, with their count now; each may only shrink,
-and leaves the list when it names none."""
+modules."""
 
 from __future__ import annotations
 
@@ -13,16 +12,6 @@ from ppl_bnn.engine.registry import BUILT_IN, backend_names
 PACKAGE = Path(__file__).resolve().parents[1] / "ppl_bnn"
 #: Where naming a backend is the job: the backends themselves, and their registry.
 HOMES = ("backends", "engine")
-#: Modules that still name one, by count: the performance suite (its probes, the bare costs,
-#: the LeNet step and the perf report compare the two built-in PPLs by name: Pyro's potentials
-#: and updates against NumPyro's defaults).
-PENDING = {
-    "bench/bare_costs.py": 5,
-    "bench/lenet.py": 3,
-    "bench/perf_suite.py": 7,
-    "bench/probes.py": 18,
-    "report/perf.py": 19,
-}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -67,10 +56,7 @@ def mentions() -> dict[str, int]:
 
 
 def test_no_module_outside_the_backends_names_one() -> None:
-    found = mentions()
-    assert {k: n for k, n in found.items() if k not in PENDING} == {}
-    assert {k: (found[k], n) for k, n in PENDING.items() if found.get(k, 0) > n} == {}
-    assert [k for k in PENDING if k not in found] == [], "names none now: take it off PENDING"
+    assert mentions() == {}
 
 
 def test_a_mention_is_a_name_or_an_import_not_a_docstring() -> None:

@@ -13,12 +13,13 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     dataset = "sine"
     model = { hidden = [20, 20], activation = "tanh" }
 
-    [floor]                     # bare gradients and Pyro's kernel cost, per problem
+    [floor]                     # bare gradients and the kernels' cost, per problem
     problems = ["sine"]
-    torch_calls = 500
+    torch_calls = 500           # <framework>_calls: a backend's gradient calls per repeat
     jax_calls = 5000
     kernel_draws = 100
-    # torch_variants = ["bare_eager", "pyro_traced"]   # default: all of bare_costs.TORCH_VARIANTS
+    # torch_variants = ["bare_eager", "pyro_traced"]   # <framework>_variants: the gradients
+    #                           # timed (default: all of its perf module's GRADIENT_VARIANTS)
 
     [[methods]]                 # cost of one (method, backend[, variant]) through ``fit``
     problem = "sine"
@@ -27,7 +28,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     variant = "pyro_jit"        # a label; defaults to the backend's default path
     options = { potential = "pyro_jit", num_warmup = 50, num_samples = 50 }
 
-    [overhead]                  # fit vs the library called directly (NumPyro)
+    [overhead]                  # fit vs the PPL called directly (backends with direct calls)
     problem = "sine"
     nuts = { num_warmup = 200, num_samples = 200 }
     svi = { num_steps = 3000 }
@@ -48,7 +49,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     caches = ["warm", "none"]   # a JAX cache filled beforehand (as the bench runs) / none
 
     [conv]                      # LeNet-5 SVI (Flipout) vs a plain LeNet-5 step, per backend
-    backends = ["numpyro", "pyro"]
+    backends = ["numpyro", "pyro"]   # default: every backend with a perf module
     images = 10000              # MNIST training images (synthetic 28x28x1 ones when absent)
     image_size = 28             # another size: synthetic images (for tests)
     batch_size = 128
@@ -56,7 +57,7 @@ an otherwise idle machine, so that no probe's timing is disturbed by another::
     prior = "scale_mixture"     # or "normal"
     options = { estimator = "flipout" }   # more svi options (not batch_size / num_steps)
 
-    [compile_cache]             # one NumPyro fit in two new processes sharing an empty JAX cache
+    [compile_cache]             # a fit in two new processes sharing an empty compilation cache
     problem = "sine"
     methods = { svi = { num_steps = 3000 }, nuts = { num_warmup = 300 } }   # name -> options
 """
@@ -67,7 +68,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppl_bnn.bench.bare_costs import TORCH_VARIANTS
 from ppl_bnn.bench.cell import PROBE_KINDS, Probe
 from ppl_bnn.bench.schema import (
     SuiteError,
@@ -80,6 +80,8 @@ from ppl_bnn.bench.schema import (
     check_timeout,
 )
 from ppl_bnn.data import dataset_names
+from ppl_bnn.engine.perf import Perf
+from ppl_bnn.engine.registry import backend_names, declaration, get_module
 
 #: Where ``fit``'s SVI starts in the overhead probe: as NumPyro's ``AutoNormal`` does (uniform in
 #: unconstrained space), not from ``svi``'s default MAP warm start, which the direct call it is
@@ -92,9 +94,10 @@ THROUGHPUT_CACHES = ("warm", "none")
 _KEYS = {"name", "kind", "description", "repeats", "timeout_s", "problems", *PROBE_KINDS}
 _KEYS = (_KEYS - {"method"}) | {"methods"}
 
-# The [conv] table's keys and defaults (LeNet-5 SVI vs a plain LeNet-5 step).
+# The [conv] table's keys and defaults (LeNet-5 SVI vs a plain LeNet-5 step; backends: every
+# backend with a perf module).
 CONV_DEFAULTS: dict[str, Any] = {
-    "backends": ["numpyro", "pyro"],
+    "backends": None,
     "images": 10_000,
     "image_size": 28,
     "batch_size": 128,
@@ -105,6 +108,49 @@ CONV_DEFAULTS: dict[str, Any] = {
 }
 # Options the [conv] table sets itself, so they cannot be given in its options.
 _CONV_OWN = ("batch_size", "num_steps")
+
+
+def perf_backends() -> tuple[str, ...]:
+    """The registered backends with a ``perf`` module (:class:`~ppl_bnn.engine.perf.Perf`),
+    in registry order; nothing is imported."""
+    return tuple(b for b in backend_names() if "perf" in declaration(b).modules)
+
+
+def perf_module(backend: str) -> Perf:
+    """Backend ``backend``'s ``perf`` module (it imports no framework until called)."""
+    return get_module(backend, "perf")
+
+
+def framework_key(backend: str, setting: str) -> str:
+    """A suite's key for one backend's setting, by its framework: ``torch_calls``."""
+    return f"{declaration(backend).framework.lower()}_{setting}"
+
+
+def direct_backends() -> tuple[str, ...]:
+    """The backends whose PPL the overhead probe calls directly."""
+    return tuple(b for b in perf_backends() if perf_module(b).DIRECT_METHODS)
+
+
+def cached_backends() -> tuple[str, ...]:
+    """The backends whose compiled programs persist across processes."""
+    return tuple(b for b in perf_backends() if perf_module(b).PERSISTENT_CACHE)
+
+
+def _gradient_keys() -> dict[str, tuple[str, ...]]:
+    """``{<framework>_calls: (), <framework>_variants: the variants}`` of every perf backend:
+    the keys the [floor] and [scaling] tables take for each."""
+    out: dict[str, tuple[str, ...]] = {}
+    for backend in perf_backends():
+        out[framework_key(backend, "calls")] = ()
+        out[framework_key(backend, "variants")] = tuple(perf_module(backend).GRADIENT_VARIANTS)
+    return out
+
+
+def _check_gradient_settings(where: str, settings: Mapping[str, Any]) -> None:
+    """Each ``<framework>_variants`` given drawn from its backend's variants."""
+    for key, variants in _gradient_keys().items():
+        if variants:
+            _check_choices(where, settings, key, variants)
 
 
 @dataclass(frozen=True)
@@ -213,13 +259,10 @@ def _floor_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> lis
     floor = raw.get("floor")
     if floor is None:
         return []
-    check_keys(
-        f"{where} [floor]",
-        floor,
-        {"problems", "torch_calls", "jax_calls", "kernel_draws", "repeats", "torch_variants"},
-    )
+    keys = {"problems", "kernel_draws", "repeats", *_gradient_keys()}
+    check_keys(f"{where} [floor]", floor, keys)
     settings = {k: v for k, v in floor.items() if k != "problems"}
-    _check_choices(f"{where} [floor]", settings, "torch_variants", TORCH_VARIANTS)
+    _check_gradient_settings(f"{where} [floor]", settings)
     out = []
     for key in floor.get("problems", []):
         problem = _problem(f"{where} [floor]", problems, key)
@@ -256,7 +299,8 @@ def _method_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> li
 
 
 def _overhead_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
-    """``[overhead]``: ``fit`` against NumPyro called directly, on one problem."""
+    """``[overhead]``: ``fit`` against the PPL called directly, on one problem, one probe per
+    backend with direct calls."""
     overhead = raw.get("overhead")
     if overhead is None:
         return []
@@ -267,11 +311,15 @@ def _overhead_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> 
     if start != OVERHEAD_SVI_START:
         raise SuiteError(
             f"{where} [overhead] svi: init_loc must be {OVERHEAD_SVI_START!r}, the start of "
-            f"NumPyro's own SVI that fit's is compared with; got {start!r}"
+            f"the PPL's own SVI that fit's is compared with; got {start!r}"
         )
     settings.update({k: overhead[k] for k in ("repeats",) if k in overhead})
-    params = {"problem": overhead["problem"], **problem, **settings, "backend": "numpyro"}
-    return [(f"overhead-{overhead['problem']}", "overhead", params, None)]
+    key = overhead["problem"]
+    return [
+        (f"overhead-{key}-{b}", "overhead", {"problem": key, **problem, **settings, "backend": b},
+         None)
+        for b in direct_backends()
+    ]  # fmt: skip
 
 
 def _predict_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
@@ -292,13 +340,13 @@ def _scaling_probes(where: str, raw: Mapping[str, Any], problems: Problems) -> l
     scaling = raw.get("scaling")
     if scaling is None:
         return []
-    passed = ("input_dim", "torch_calls", "jax_calls", "nuts", "repeats", "torch_variants")
+    passed = ("input_dim", "nuts", "repeats", *_gradient_keys())
     check_keys(f"{where} [scaling]", scaling, {"n", "width", "base_n", "base_width", *passed})
     base_n, base_width = int(scaling.get("base_n", 500)), int(scaling.get("base_width", 50))
     grid = [(n, base_width) for n in scaling.get("n", [])]
     grid += [(base_n, w) for w in scaling.get("width", []) if (base_n, w) not in grid]
     settings = {k: scaling[k] for k in passed if k in scaling}
-    _check_choices(f"{where} [scaling]", settings, "torch_variants", TORCH_VARIANTS)
+    _check_gradient_settings(f"{where} [scaling]", settings)
     return [
         (f"scaling-n{n}-width{width}", "scaling", {"n": n, "width": width, **settings}, None)
         for n, width in grid
@@ -321,7 +369,8 @@ def _throughput_probes(where: str, raw: Mapping[str, Any], problems: Problems) -
 def _compile_cache_probes(
     where: str, raw: Mapping[str, Any], problems: Problems
 ) -> list[ProbeEntry]:
-    """``[compile_cache]``: NumPyro fits in new processes sharing an empty JAX cache."""
+    """``[compile_cache]``: fits in new processes sharing an empty compilation cache, one probe
+    per backend whose compiled programs persist."""
     cache = raw.get("compile_cache")
     if cache is None:
         return []
@@ -331,21 +380,24 @@ def _compile_cache_probes(
     methods = cache.get("methods")
     if not (isinstance(methods, Mapping) and methods):
         raise SuiteError(
-            f"{loc}: methods must map NumPyro method names to their options, e.g. "
+            f"{loc}: methods must map method names to their options, e.g. "
             f"methods = {{ svi = {{ num_steps = 3000 }} }}; got {methods!r}"
         )
-    for method, options in methods.items():
-        if not isinstance(options, Mapping):
-            raise SuiteError(f"{loc}: methods.{method} must be a table of options")
-        check_options(f"{loc} methods.{method}", method, "numpyro", dict(options))
-    params = {
-        "problem": cache["problem"],
-        **problem,
-        "backend": "numpyro",
-        "methods": {method: dict(options) for method, options in methods.items()},
-        **({"repeats": cache["repeats"]} if "repeats" in cache else {}),
-    }
-    return [(f"compile-cache-{cache['problem']}", "compile_cache", params, None)]
+    out = []
+    for backend in cached_backends():
+        for method, options in methods.items():
+            if not isinstance(options, Mapping):
+                raise SuiteError(f"{loc}: methods.{method} must be a table of options")
+            check_options(f"{loc} methods.{method}", method, backend, dict(options))
+        params = {
+            "problem": cache["problem"],
+            **problem,
+            "backend": backend,
+            "methods": {method: dict(options) for method, options in methods.items()},
+            **({"repeats": cache["repeats"]} if "repeats" in cache else {}),
+        }
+        out.append((f"compile-cache-{cache['problem']}-{backend}", "compile_cache", params, None))
+    return out
 
 
 def _conv_section(where: str, raw: Mapping[str, Any], problems: Problems) -> list[ProbeEntry]:
@@ -377,8 +429,8 @@ def _conv_probes(where: str, conv: Mapping[str, Any]) -> dict[str, dict[str, Any
     from ppl_bnn.bench.lenet import PRIORS
 
     check_keys(where, conv, {*CONV_DEFAULTS, "repeats"})
-    settings = {**CONV_DEFAULTS, **conv}
-    _check_choices(where, settings, "backends", ("numpyro", "pyro"))
+    settings = {**CONV_DEFAULTS, "backends": list(perf_backends()), **conv}
+    _check_choices(where, settings, "backends", perf_backends())
     for key in ("images", "image_size", "batch_size", "steps", "plain_steps"):
         check_int(where, settings, key, CONV_DEFAULTS[key], minimum=1)
     if settings["batch_size"] > settings["images"]:

@@ -11,15 +11,22 @@ import logging
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ppl_bnn.bench import bare_costs, lenet, pool
+from ppl_bnn.bench import lenet, pool
 from ppl_bnn.bench.cell import Probe, model_arguments
 from ppl_bnn.bench.evaluate import evaluate
-from ppl_bnn.bench.perf_suite import THROUGHPUT_CACHES
+from ppl_bnn.bench.perf_suite import (
+    THROUGHPUT_CACHES,
+    cached_backends,
+    framework_key,
+    perf_backends,
+    perf_module,
+)
 from ppl_bnn.bench.record import read_records
 from ppl_bnn.bench.runner import SweepSummary, run_suite
 from ppl_bnn.bench.suite import Suite, parse_suite
@@ -30,7 +37,6 @@ from ppl_bnn.methods.nuts import NUTSOptions
 from ppl_bnn.methods.svi import SVIOptions
 from ppl_bnn.model.bnn import BNN
 from ppl_bnn.model.flat import FlatLayout
-from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import CompileClock, now
 
 logger = logging.getLogger(__name__)
@@ -67,43 +73,44 @@ def synthetic_model(n: int, width: int, input_dim: int = 8, seed: int = 0) -> BN
 
 
 def _gradient_rows(
-    model: BNN, params: dict[str, Any], default_variants: tuple[str, ...], **labels: Any
+    model: BNN, params: dict[str, Any], scaling: bool, **labels: Any
 ) -> list[dict[str, Any]]:
-    """The bare JAX gradient and the torch gradients in ``params["torch_variants"]`` (default:
-    ``default_variants``), with the compiled potential's compile time when it is among them."""
-    torch_variants = tuple(params.get("torch_variants", default_variants))
-    repeats = params["repeats"]
-    rows = [
-        row(
-            "grad_s",
-            bare_costs.jax_gradient(model, calls=params.get("jax_calls", 5000), repeats=repeats),
-            backend="numpyro",
-            variant="bare_jit",
-            **labels,
+    """Every backend's bare gradients (``params["<framework>_variants"]``, default: all of its
+    ``GRADIENT_VARIANTS``, or its ``SCALING_VARIANTS`` for the scaling probe), with the compile
+    time of those that compile ahead."""
+    rows = []
+    for backend in perf_backends():
+        perf = perf_module(backend)
+        default = perf.SCALING_VARIANTS if scaling else tuple(perf.GRADIENT_VARIANTS)
+        costs, compiles = perf.gradient_costs(
+            model,
+            calls=params.get(framework_key(backend, "calls"), perf.DEFAULT_CALLS),
+            repeats=params["repeats"],
+            variants=tuple(params.get(framework_key(backend, "variants"), default)),
         )
-    ]
-    torch_costs = bare_costs.torch_gradients(
-        model, calls=params.get("torch_calls", 500), repeats=repeats, variants=torch_variants
-    )
-    compile_s = torch_costs.pop("pyro_compile_s")
-    for variant, values in torch_costs.items():
-        rows.append(row("grad_s", values, backend="pyro", variant=variant, **labels))
-    if "pyro_compiled" in torch_variants:
-        rows.append(row("compile_s", compile_s, backend="pyro", variant="pyro_compiled", **labels))
+        for quantity, measured in (("grad_s", costs), ("compile_s", compiles)):
+            rows += [
+                row(quantity, values, backend=backend, variant=variant, **labels)
+                for variant, values in measured.items()
+            ]
     return rows
 
 
 def floor(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
-    """Bare gradients on both backends and Pyro's NUTS and HMC kernel cost per leapfrog step."""
+    """Every backend's bare gradients and its kernels' cost per leapfrog step."""
     params = probe.params
     model, _ = problem_model(params, data_dir)
     labels = {"problem": params["problem"]}
-    rows = _gradient_rows(model, params, bare_costs.TORCH_VARIANTS, **labels)
+    rows = _gradient_rows(model, params, scaling=False, **labels)
     size = FlatLayout.of(model.spec).size
-    draws = params.get("kernel_draws", 100)
-    for kernel in ("nuts", "hmc"):
-        values = bare_costs.pyro_kernel(size, kernel=kernel, draws=draws, repeats=params["repeats"])
-        rows.append(row("kernel_s_per_step", values, backend="pyro", variant=kernel, **labels))
+    for backend in perf_backends():
+        kernels = perf_module(backend).kernel_costs(
+            size, draws=params.get("kernel_draws", 100), repeats=params["repeats"]
+        )
+        rows += [
+            row("kernel_s_per_step", values, backend=backend, variant=kernel, **labels)
+            for kernel, values in kernels.items()
+        ]
     rows.append(row("num_params", [size], unit="", backend="", variant="", **labels))
     return rows
 
@@ -156,79 +163,43 @@ def _seconds_apart_from_compiling(fn: Callable[[], Any]) -> float:
 
 
 def overhead(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
-    """NumPyro NUTS and SVI through ``fit`` vs the same algorithm called directly in NumPyro on
-    the same model, keys and settings: wall time of the whole call less JAX compilation.
+    """NUTS and SVI through ``fit`` vs the same algorithm called directly in the probe's
+    backend's PPL on the same model, keys and settings (:meth:`~ppl_bnn.engine.perf.Perf.
+    direct_calls`): wall time of the whole call less JAX compilation.
 
     ``fit`` also computes the pointwise training log-likelihood and converts draws to numpy;
-    that is part of its overhead. The direct SVI call draws ``num_draws`` from the guide too.
-    Both SVI runs start as ``AutoNormal`` does: the suite gives ``fit``'s SVI
-    ``init_loc="uniform"`` (:data:`~ppl_bnn.bench.perf_suite.OVERHEAD_SVI_START`).
+    that is part of its overhead. Both SVI runs start as the PPL's ``AutoNormal`` does: the
+    suite gives ``fit``'s SVI ``init_loc="uniform"``
+    (:data:`~ppl_bnn.bench.perf_suite.OVERHEAD_SVI_START`).
     """
-    import jax
-    from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO, init_to_uniform
-    from numpyro.infer.autoguide import AutoNormal
-    from numpyro.optim import Adam
-
-    from ppl_bnn.backends.numpyro import ops as backend
-
-    params = probe.params
+    params, backend = probe.params, probe.backend
     model, _ = problem_model(params, data_dir)
-    program = backend.model(model.spec)
-    x, y = backend.data(model.spec, model.x, model.y)
-    nuts, svi = NUTSOptions(**params["nuts"]), SVIOptions(**params["svi"])
-
-    def direct_nuts() -> None:
-        kernel = NUTS(
-            program,
-            max_tree_depth=nuts.max_tree_depth,
-            target_accept_prob=nuts.target_accept,
-            step_size=nuts.step_size,
-            init_strategy=init_to_uniform,
-        )
-        mcmc = MCMC(
-            kernel, num_warmup=nuts.num_warmup, num_samples=nuts.num_samples, progress_bar=False
-        )
-        mcmc.warmup(jax.random.PRNGKey(child_seed(0, "mcmc_warmup")), x, y)
-        mcmc.run(jax.random.PRNGKey(child_seed(0, "mcmc_sample")), x, y)
-        jax.block_until_ready(mcmc.get_samples())
-
-    def direct_svi() -> None:
-        guide = AutoNormal(program, init_scale=svi.init_scale)
-        engine = SVI(program, guide, Adam(svi.learning_rate), Trace_ELBO())
-        key_fit, key_draw = jax.random.split(jax.random.PRNGKey(child_seed(0, "svi")))
-        out = engine.run(key_fit, svi.num_steps, x, y, progress_bar=False)
-        draws = guide.sample_posterior(key_draw, out.params, sample_shape=(svi.num_draws,))
-        jax.block_until_ready(draws)
-
-    calls = {
-        ("nuts", "fit"): lambda: fit(model, "nuts", backend="numpyro", **params["nuts"]),
-        ("nuts", "direct"): direct_nuts,
-        ("svi", "fit"): lambda: fit(model, "svi", backend="numpyro", **params["svi"]),
-        ("svi", "direct"): direct_svi,
-    }
+    options = {"nuts": NUTSOptions(**params["nuts"]), "svi": SVIOptions(**params["svi"])}
+    calls: dict[tuple[str, str], Callable[[], Any]] = {}
+    for method, direct in perf_module(backend).direct_calls(model, **options).items():
+        given = backend_options(get_method(method, backend), backend, params[method])
+        calls[method, "fit"] = partial(fit, model, method, backend=backend, **given)
+        calls[method, "direct"] = direct
     seconds: dict[tuple[str, str], list[float]] = {key: [] for key in calls}
     for _ in range(params["repeats"]):
         for key, call in calls.items():
             seconds[key].append(_seconds_apart_from_compiling(call))
     return [
-        row("call_s", values, problem=params["problem"], method=m, backend="numpyro", variant=how)
+        row("call_s", values, problem=params["problem"], method=m, backend=backend, variant=how)
         for (m, how), values in seconds.items()
     ]
 
 
 def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """``FitResult.predict`` of ``draws`` posterior draws at ``points`` inputs, per backend
-    (the first call, which compiles, is reported apart), with the parallelism it had: JAX host
-    devices for NumPyro, torch threads for Pyro."""
-    import jax
-    import torch
-
+    (the first call, which compiles, is reported apart), with the parallelism it had (host
+    devices, threads: :meth:`~ppl_bnn.engine.perf.Perf.parallelism`)."""
     params = probe.params
     model, _ = problem_model(params, data_dir)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(params["points"], model.spec.input_dim))
     rows = []
-    for backend in ("numpyro", "pyro"):
+    for backend in perf_backends():
         result = fit(model, "svi", backend=backend, seed=0, num_steps=10, num_draws=params["draws"])
         start = now()
         result.predict(x)
@@ -244,11 +215,7 @@ def predict(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
             "backend": backend,
             "draws": params["draws"],
             "points": params["points"],
-            "parallel": (
-                f"host devices: {jax.local_device_count()}"
-                if backend == "numpyro"
-                else f"torch threads: {torch.get_num_threads()}"
-            ),
+            "parallel": perf_module(backend).parallelism(),
         }
         rows.append(row("predict_s", values, variant="warm", **labels))
         rows.append(row("predict_s", [first], variant="first_call", **labels))
@@ -260,11 +227,9 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     params = probe.params
     model = synthetic_model(params["n"], params["width"], params.get("input_dim", 8))
     labels = {"n": params["n"], "width": params["width"]}
-    # The Pyro potential's eager and traced forms only show the compiled one's speed-up, which
-    # the floor probe measures; by default the bare gradients and the compiled potential suffice.
-    rows = _gradient_rows(model, params, ("bare_eager", "bare_traced", "pyro_compiled"), **labels)
+    rows = _gradient_rows(model, params, scaling=True, **labels)
     nuts = params.get("nuts", {"num_warmup": 30, "num_samples": 30, "max_tree_depth": 5})
-    for backend in ("numpyro", "pyro"):
+    for backend in perf_backends():
         grads, compiles = [], []
         for _ in range(params["repeats"]):
             options = backend_options(get_method("nuts", backend), backend, nuts)
@@ -280,24 +245,27 @@ def scaling(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 
 
 def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
-    """Wall time of the same CPU-bound cells (half Pyro SVI, half NumPyro NUTS on the sine set,
-    options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``.
+    """Wall time of the same CPU-bound cells (half NUTS on a backend whose programs persist in
+    a compilation cache, half SVI on another backend: :func:`throughput_backends`; the sine
+    set, options ``svi`` and ``nuts``) run with ``--jobs 1`` and with ``--jobs 2``.
 
     Each pair of sweeps runs once per entry of ``caches``: ``"warm"`` shares a JAX persistent
-    compilation cache filled beforehand, as ``ppl-bnn bench`` runs cells, so the NumPyro cells
-    load their programs instead of compiling them; ``"none"`` uses no cache, so every NumPyro
+    compilation cache filled beforehand, as ``ppl-bnn bench`` runs cells, so the NUTS cells
+    load their programs instead of compiling them; ``"none"`` uses no cache, so every NUTS
     cell compiles, and XLA's compiler works on more than one core while it does, which a cell
     that shares the cores cannot. Beside each sweep's wall time, the cells' own wall times
     summed (their ratio between the two sweeps is how much a cell slows down when another runs
     beside it) and their JAX cache hits summed.
     """
     half = max(1, probe.params["cells"] // 2)
+    nuts_on, svi_on = throughput_backends()
+    exclude = [] if nuts_on == svi_on else [f"svi.{nuts_on}", f"nuts.{svi_on}"]
     raw = {
         "name": "throughput",
         "seeds": list(range(half)),
-        "backends": ["numpyro", "pyro"],
+        "backends": [b for b in perf_backends() if b in (nuts_on, svi_on)],
         "model": {"hidden": [20, 20], "activation": "tanh"},
-        "datasets": [{"name": "sine", "exclude": ["svi.numpyro", "nuts.pyro"]}],
+        "datasets": [{"name": "sine", "exclude": exclude}],
         "methods": {
             "svi": probe.params.get("svi", {"num_steps": 2000, "num_draws": 200}),
             "nuts": probe.params.get(
@@ -329,10 +297,18 @@ def throughput(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     return rows
 
 
+def throughput_backends() -> tuple[str, str]:
+    """The throughput probe's ``(NUTS backend, SVI backend)``: the first backend whose programs
+    persist in a compilation cache (else the first), and the first other one (else the same)."""
+    backends = perf_backends()
+    nuts_on = (cached_backends() or backends)[0]
+    return nuts_on, next((b for b in backends if b != nuts_on), nuts_on)
+
+
 def _fill_jax_cache(suite: Suite, cache_dir: str) -> None:
-    """Compile the NumPyro cells' programs into ``cache_dir`` with one and with two cells at
+    """Compile the cached backends' programs into ``cache_dir`` with one and with two cells at
     once: the thread count per cell enters XLA's flags, which are part of the cache key."""
-    only = {"backend": {"numpyro"}, "seed": {suite.seeds[0]}}
+    only = {"backend": set(cached_backends()), "seed": {suite.seeds[0]}}
     for jobs in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
             summary = _new_sweep(suite, Path(tmp), jobs=jobs, only=only, jax_cache=cache_dir)
@@ -377,7 +353,7 @@ def _sweeps(suite: Suite, repeats: int, jax_cache: str | None) -> dict[str, dict
 
 
 def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
-    """The same NumPyro fit in two new processes that share an empty JAX persistent cache, as
+    """The same fit in two new processes that share an empty JAX persistent cache, as
     ``ppl-bnn bench`` runs cells: the first compiles every program and fills the cache
     (``cold``), the second loads them (``warm``).
 
@@ -391,7 +367,7 @@ def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     raw = {
         "name": "compile_cache",
         "seeds": [0],
-        "backends": ["numpyro"],
+        "backends": [probe.backend],
         "model": params.get("model", {}),
         "datasets": [{"name": params["dataset"], **limits}],
         "methods": params["methods"],
@@ -428,7 +404,7 @@ def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
             unit="s" if quantity.endswith("_s") else "",
             problem=params["problem"],
             method=method,
-            backend="numpyro",
+            backend=probe.backend,
             variant=variant,
         )
         for (quantity, method, variant), vals in values.items()
@@ -438,7 +414,8 @@ def compile_cache(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
 def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
     """A Bayesian LeNet-5 (:func:`~ppl_bnn.bench.lenet.lenet5`) fitted by mean-field SVI with
     ``options`` (default: Flipout, minibatches of ``batch_size``) on one backend, against that
-    framework's plain LeNet-5 training step (:mod:`ppl_bnn.bench.lenet`) on the same images.
+    framework's plain LeNet-5 training step (:meth:`ppl_bnn.engine.perf.Perf.plain_step`) on the
+    same images.
 
     Rows: seconds per step (``step_s``, variant ``plain`` or the estimator) and the compile
     time apart (``compile_s``: JAX's compilation; for torch the first step), and the ratio of
@@ -455,8 +432,8 @@ def conv(probe: Probe, data_dir: str | None) -> list[dict[str, Any]]:
         "backend": backend,
         "batch_size": batch,
     }
-    plain_run, plain_compile = lenet.plain_step(
-        backend, x, y, batch_size=batch, steps=params["plain_steps"]
+    plain_run, plain_compile = perf_module(backend).plain_step(
+        x, y, batch_size=batch, steps=params["plain_steps"]
     )
     model = BNN(
         x,

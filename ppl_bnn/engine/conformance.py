@@ -13,6 +13,7 @@ import inspect
 from typing import Any
 
 from ppl_bnn.engine.contracts import Backend, Linearised, protocol_members
+from ppl_bnn.engine.perf import Perf
 from ppl_bnn.engine.registry import declaration, get_backend, get_driver, get_module
 
 #: What a driver's ``run`` takes, in order.
@@ -25,6 +26,7 @@ MODULE_CONTRACTS: dict[str, tuple[str, ...]] = {
     "jacobian": ("jacobian",),
     "device": ("cuda_missing", "use"),
     "runtime": ("configure",),
+    "perf": protocol_members(Perf),
 }
 
 

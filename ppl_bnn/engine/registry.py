@@ -53,11 +53,12 @@ class BackendDeclaration:
     Attributes:
         name: What ``fit(..., backend=name)`` takes.
         framework: The array library its programs run on, for messages (``"JAX"``).
+        title: How reports write its name (``"NumPyro"``; default: ``name``).
         drivers: Its driver modules, each with ``run(name, target, options, seed)``; a method
             whose driver (or whose run function's ``Method.requires``) is not listed does not
             run on it, and is refused by name.
         modules: Its further modules (``"linearised"``, ``"jacobian"``, ``"device"``,
-            ``"runtime"``), read by
+            ``"runtime"``, ``"perf"``), read by
             :func:`get_module`; ``ops`` is always there and not listed.
         parallel_chains: A sampler's chains run in parallel, one per host device of the worker
             (a benchmark gives such a cell as many devices as chains).
@@ -71,11 +72,17 @@ class BackendDeclaration:
     name: str
     framework: str
     drivers: tuple[str, ...]
+    title: str = ""
     modules: tuple[str, ...] = ()
     parallel_chains: bool = False
     packages: tuple[str, ...] = ()
     own_options: tuple[OwnOption, ...] = ()
     check_options: Callable[[Any], None] | None = None
+
+    @property
+    def display_name(self) -> str:
+        """:attr:`title`, or the name where it has none."""
+        return self.title or self.name
 
 
 _packages: dict[str, str] = {}

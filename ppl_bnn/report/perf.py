@@ -22,10 +22,22 @@ from ppl_bnn.report.build import environment_section
 from ppl_bnn.report.document import BulletList, Details, Document, Figure, Paragraph, Section, Table
 from ppl_bnn.report.figures import _png, plain_log_ticks
 from ppl_bnn.report.load import SuiteResults
+from ppl_bnn.report.perf_ratios import (
+    backend_title,
+    backends_of,
+    floors,
+    headline,
+    perf_of,
+    ratio,
+    seconds,
+    value,
+)
 from ppl_bnn.report.style import backend_marker, method_color
 
 #: The goal for the conv probe: a Bayesian LeNet-5 step at most this many plain steps.
 CONV_GOAL = 3.0
+#: The line styles of the floors in the cost figure, in turn.
+_FLOOR_STYLES = (":", "--", "-.", (0, (1, 3)), (0, (5, 1)), (0, (3, 1, 1, 1)))
 
 LABELS = ("problem", "method", "backend", "variant", "mode", "threads", "n", "width", "cache")
 
@@ -45,224 +57,6 @@ def rows_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
-def _value(frame: pd.DataFrame, quantity: str, stat: str = "median", **labels: Any) -> float:
-    """The ``stat`` of the one row matching ``quantity`` and ``labels``, or NaN."""
-    if frame.empty:
-        return math.nan
-    mask = frame["quantity"] == quantity
-    for key, value in labels.items():
-        mask &= frame[key].astype(str) == str(value)
-    hits = frame[mask]
-    return float(hits[stat].iloc[0]) if len(hits) == 1 else math.nan
-
-
-def _ratio(a: float, b: float) -> float:
-    return a / b if b and math.isfinite(a) and math.isfinite(b) else math.nan
-
-
-def floors(frame: pd.DataFrame, problem: str) -> dict[str, float]:
-    """Each backend's floor per gradient on ``problem`` (seconds, medians over repeats).
-
-    ``jax``: a bare jitted gradient inside a compiled loop. ``torch_bare``: the cheapest
-    hand-written torch gradient (eager or traced). ``torch_any``: the cheapest torch gradient of
-    any kind, the compiled Pyro potential included. ``pyro_nuts``: Pyro's NUTS kernel per step on a
-    nearly free potential plus ``torch_bare``; ``pyro_nuts_strict``: the same plus ``torch_any``.
-    """
-    grads = frame[(frame["quantity"] == "grad_s") & (frame["problem"] == problem)]
-    torch = grads[grads["backend"] == "pyro"]
-    bare = torch[torch["variant"].astype(str).str.startswith("bare")]
-    kernel = _value(frame, "kernel_s_per_step", problem=problem, variant="nuts")
-    out = {
-        "jax": _value(frame, "grad_s", problem=problem, variant="bare_jit"),
-        "torch_bare": float(bare["median"].min()) if len(bare) else math.nan,
-        "torch_any": float(torch["median"].min()) if len(torch) else math.nan,
-        "kernel": kernel,
-    }
-    out["pyro_nuts"] = kernel + out["torch_bare"]
-    out["pyro_nuts_strict"] = kernel + out["torch_any"]
-    return out
-
-
-def headline(frame: pd.DataFrame, problem: str = "sine") -> list[tuple[str, float, str]]:
-    """``(what, ratio, how it is formed)`` for the ratios the report quotes."""
-    return [
-        *_sampler_ratios(frame, problem),
-        *_optimiser_ratios(frame, problem),
-        *_overhead_ratios(frame, problem),
-        *_throughput_ratios(frame),
-        *compile_cache_ratios(frame),
-    ]
-
-
-def _per(
-    frame: pd.DataFrame, problem: str, method: str, backend: str, variant: str,
-    quantity: str = "grad_s",
-) -> float:  # fmt: skip
-    """The median ``quantity`` of one (method, backend, variant) on ``problem``."""
-    return _value(frame, quantity, problem=problem, method=method, backend=backend, variant=variant)
-
-
-def _sampler_ratios(frame: pd.DataFrame, problem: str) -> list[tuple[str, float, str]]:
-    """NUTS: Pyro's paths against the compiled potential, the floors and NumPyro."""
-    f = floors(frame, problem)
-    pyro_nuts = {
-        v: _per(frame, problem, "nuts", "pyro", v) for v in ("compiled", "pyro_jit", "pyro")
-    }
-    numpyro_nuts = _per(frame, problem, "nuts", "numpyro", "default")
-    return [
-        (
-            "Pyro NUTS per gradient, Pyro's default path / compiled flat potential",
-            _ratio(pyro_nuts["pyro"], pyro_nuts["compiled"]),
-            "speed-up",
-        ),
-        (
-            "Pyro NUTS per gradient, Pyro's jit_compile / compiled flat potential",
-            _ratio(pyro_nuts["pyro_jit"], pyro_nuts["compiled"]),
-            "speed-up",
-        ),
-        (
-            "Pyro NUTS (compiled) per gradient / floor (kernel + cheapest bare torch gradient)",
-            _ratio(pyro_nuts["compiled"], f["pyro_nuts"]),
-            "target <= 1.1",
-        ),
-        (
-            "Pyro NUTS (compiled) per gradient / strict floor "
-            "(kernel + cheapest torch gradient of any kind)",
-            _ratio(pyro_nuts["compiled"], f["pyro_nuts_strict"]),
-            "target <= 1.1",
-        ),
-        (
-            "NumPyro NUTS per gradient / bare jitted JAX gradient",
-            _ratio(numpyro_nuts, f["jax"]),
-            "overhead of the sampler",
-        ),
-        (
-            "Pyro NUTS (compiled) / NumPyro NUTS, per gradient",
-            _ratio(pyro_nuts["compiled"], numpyro_nuts),
-            "cost ratio",
-        ),
-        (
-            "Pyro NUTS (compiled) / NumPyro NUTS, per effective sample",
-            _ratio(
-                _per(frame, problem, "nuts", "pyro", "compiled", "s_per_ess"),
-                _per(frame, problem, "nuts", "numpyro", "default", "s_per_ess"),
-            ),
-            "cost ratio",
-        ),
-    ]
-
-
-def _optimiser_ratios(frame: pd.DataFrame, problem: str) -> list[tuple[str, float, str]]:
-    """Pyro's SVI paths against the fused step, and Pyro against NumPyro for SVI and SGLD."""
-    pyro_svi = {
-        v: _per(frame, problem, "svi", "pyro", v, "step_s") for v in ("fused", "jit", "eager")
-    }
-    return [
-        (
-            "Pyro SVI per step, Pyro's default (Trace_ELBO, SVI.step) / fused "
-            "(JitTrace_ELBO, one Adam)",
-            _ratio(pyro_svi["eager"], pyro_svi["fused"]),
-            "speed-up, target >= 2",
-        ),
-        (
-            "Pyro SVI per step, Pyro's default / JitTrace_ELBO with SVI.step",
-            _ratio(pyro_svi["eager"], pyro_svi["jit"]),
-            "speed-up",
-        ),
-        (
-            "Pyro SVI (fused) / NumPyro SVI, per step",
-            _ratio(pyro_svi["fused"], _per(frame, problem, "svi", "numpyro", "default", "step_s")),
-            "cost ratio",
-        ),
-        (
-            "Pyro SGLD / NumPyro SGLD, per step",
-            _ratio(
-                _per(frame, problem, "sgld", "pyro", "default", "step_s"),
-                _per(frame, problem, "sgld", "numpyro", "default", "step_s"),
-            ),
-            "cost ratio",
-        ),
-    ]
-
-
-def _overhead_ratios(frame: pd.DataFrame, problem: str) -> list[tuple[str, float, str]]:
-    """``fit`` against NumPyro called directly, for NUTS and SVI."""
-    out = []
-    for algorithm in ("nuts", "svi"):
-        fit_s = _value(frame, "call_s", "min", problem=problem, method=algorithm, variant="fit")
-        direct = _value(frame, "call_s", "min", problem=problem, method=algorithm, variant="direct")
-        out.append(
-            (
-                f"NumPyro {algorithm.upper()}: fit / the library called directly (fastest repeats)",
-                _ratio(fit_s, direct),
-                "target <= 1.1",
-            )
-        )
-    return out
-
-
-def _throughput_ratios(frame: pd.DataFrame) -> list[tuple[str, float, str]]:
-    """Cells at once: the sweep's throughput and a cell's slow-down, with and without a JAX
-    cache."""
-    out = []
-    for cache, what in (
-        ("warm", "JAX cache filled beforehand, as the bench runs"),
-        ("none", "no JAX cache: every NumPyro cell compiles"),
-    ):
-
-        def sweeps(quantity: str, jobs: int, cache: str = cache) -> float:
-            return _value(frame, quantity, "min", variant=f"jobs{jobs}", cache=cache)
-
-        out.append(
-            (
-                f"Cell throughput, --jobs 2 / --jobs 1 ({what})",
-                _ratio(sweeps("sweep_wall_s", 1), sweeps("sweep_wall_s", 2)),
-                "target >= 1.7" if cache == "warm" else "throughput",
-            )
-        )
-        out.append(
-            (
-                f"Summed cell wall times, --jobs 2 / --jobs 1 ({what})",
-                _ratio(sweeps("cell_time_s", 2), sweeps("cell_time_s", 1)),
-                "slow-down of a cell that shares the cores",
-            )
-        )
-    return out
-
-
-def compile_cache_ratios(frame: pd.DataFrame) -> list[tuple[str, float, str]]:
-    """Per method of the compile_cache probe: compile time in a new process with an empty JAX
-    cache over the same with the cache the first process filled (medians over repeats)."""
-    if frame.empty:
-        return []
-    warm = frame[(frame["quantity"] == "compile_s") & (frame["variant"] == "warm")]
-    out = []
-    for method in warm["method"].drop_duplicates():
-        cold_s, warm_s = (
-            _value(frame, "compile_s", method=method, backend="numpyro", variant=v)
-            for v in ("cold", "warm")
-        )
-        out.append(
-            (
-                f"NumPyro {str(method).upper()} compile time in a new process, empty JAX cache / "
-                "cache filled by the same fit in another process",
-                _ratio(cold_s, warm_s),
-                f"speed-up; {_seconds(warm_s)} with the cache (should be seconds)",
-            )
-        )
-    return out
-
-
-def _seconds(value: float) -> str:
-    """A duration with a unit that keeps 3 significant digits readable."""
-    if not math.isfinite(value):
-        return ""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("\u00b5s", 1e-6)):
-        if abs(value) >= scale:
-            return f"{fmt.number(value / scale)} {unit}"
-    return f"{fmt.number(value / 1e-9)} ns"
-
-
 def _label(value: object) -> str:
     """A label cell: whole numbers without a decimal point, missing as blank."""
     if value is None:
@@ -273,11 +67,11 @@ def _label(value: object) -> str:
 
 
 def _min_median(frame: pd.DataFrame, quantity: str, labels: dict[str, Any]) -> str:
-    mn = _value(frame, quantity, "min", **labels)
-    md = _value(frame, quantity, "median", **labels)
+    mn = value(frame, quantity, "min", **labels)
+    md = value(frame, quantity, "median", **labels)
     if not math.isfinite(md):
         return ""
-    return f"{_seconds(mn)} / {_seconds(md)}" if mn != md else _seconds(md)
+    return f"{seconds(mn)} / {seconds(md)}" if mn != md else seconds(md)
 
 
 def methods_table(frame: pd.DataFrame) -> Table | None:
@@ -296,12 +90,12 @@ def methods_table(frame: pd.DataFrame) -> Table | None:
                 k["backend"],
                 str(k["mode"]),
                 str(k["threads"]),
-                _seconds(_value(frame, "compile_s", **labels)),
+                seconds(value(frame, "compile_s", **labels)),
                 _min_median(frame, "grad_s", labels),
                 _min_median(frame, "step_s", labels),
-                fmt.number(_value(frame, "ess_bulk_median", **labels)),
+                fmt.number(value(frame, "ess_bulk_median", **labels)),
                 _min_median(frame, "s_per_ess", labels),
-                fmt.number(_value(frame, "test_ll", **labels)),
+                fmt.number(value(frame, "test_ll", **labels)),
                 str(k["budget_note"] or ""),
             )
         )
@@ -339,7 +133,7 @@ def conv_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
         if not variants:
             continue
         labels = {"probe": probe}
-        bayes, plain = (_value(rows, "step_s", variant=v, **labels) for v in (variants[0], "plain"))
+        bayes, plain = (value(rows, "step_s", variant=v, **labels) for v in (variants[0], "plain"))
         batch = int(rows["batch_size"].iloc[0])
         out.append(
             {
@@ -349,15 +143,13 @@ def conv_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
                 "batch_size": batch,
                 "plain_s": plain,
                 "bayes_s": bayes,
-                "ratio": _ratio(bayes, plain),
-                "repeat_ratio": _value(rows, "step_ratio", variant=variants[0], **labels),
-                "repeat_ratio_min": _value(
-                    rows, "step_ratio", "min", variant=variants[0], **labels
-                ),
-                "steps_per_s": _ratio(1.0, bayes),
+                "ratio": ratio(bayes, plain),
+                "repeat_ratio": value(rows, "step_ratio", variant=variants[0], **labels),
+                "repeat_ratio_min": value(rows, "step_ratio", "min", variant=variants[0], **labels),
+                "steps_per_s": ratio(1.0, bayes),
                 "epoch_s": math.ceil(MNIST_TRAIN / batch) * bayes,
-                "plain_compile_s": _value(rows, "compile_s", variant="plain", **labels),
-                "bayes_compile_s": _value(rows, "compile_s", variant=variants[0], **labels),
+                "plain_compile_s": value(rows, "compile_s", variant="plain", **labels),
+                "bayes_compile_s": value(rows, "compile_s", variant=variants[0], **labels),
             }
         )
     return out
@@ -374,14 +166,14 @@ def conv_table(frame: pd.DataFrame) -> Table | None:
             e["backend"],
             e["estimator"],
             str(e["batch_size"]),
-            _seconds(e["plain_s"]),
-            _seconds(e["bayes_s"]),
+            seconds(e["plain_s"]),
+            seconds(e["bayes_s"]),
             fmt.number(e["ratio"]),
             f"{fmt.number(e['repeat_ratio_min'])} / {fmt.number(e['repeat_ratio'])}",
             fmt.number(e["steps_per_s"]),
-            _seconds(e["epoch_s"]),
-            _seconds(e["plain_compile_s"]),
-            _seconds(e["bayes_compile_s"]),
+            seconds(e["epoch_s"]),
+            seconds(e["plain_compile_s"]),
+            seconds(e["bayes_compile_s"]),
         )
         for e in entries
     )
@@ -409,33 +201,24 @@ def floors_table(frame: pd.DataFrame, problem: str) -> Table | None:
     if part.empty:
         return None
     rows = [
-        (r["quantity"], r["backend"], str(r["variant"]), _seconds(r["min"]), _seconds(r["median"]))
+        (r["quantity"], r["backend"], str(r["variant"]), seconds(r["min"]), seconds(r["median"]))
         for _, r in part.iterrows()
     ]
-    f = floors(frame, problem)
-    rows.append(
-        (
-            "floor of Pyro NUTS",
-            "pyro",
-            "kernel + cheapest bare gradient",
-            "",
-            _seconds(f["pyro_nuts"]),
-        )
-    )
-    rows.append(
-        (
-            "strict floor of Pyro NUTS",
-            "pyro",
-            "kernel + cheapest gradient",
-            "",
-            _seconds(f["pyro_nuts_strict"]),
-        )
-    )
+    for backend, floor in floors(frame, problem).items():
+        if math.isfinite(floor.kernel):
+            title = backend_title(backend)
+            rows += [
+                (f"floor of {title} NUTS", backend, "kernel + cheapest bare gradient", "",
+                 seconds(floor.sampler)),
+                (f"strict floor of {title} NUTS", backend, "kernel + cheapest gradient", "",
+                 seconds(floor.strict)),
+            ]  # fmt: skip
     caption = (
-        f"Floors on {problem}: bare gradients of the same potential (numpyro: jitted, inside a "
-        "compiled loop; pyro: a hand-written torch potential and the Pyro model's flat potential, "
-        "called from Python as samplers call them) and Pyro's kernel cost per leapfrog step on "
-        "a nearly free potential of the same dimension."
+        f"Floors on {problem}: bare gradients of the same potential in each backend's framework "
+        "(JAX: jitted, inside a compiled loop; torch: a hand-written potential and the Pyro "
+        "model's flat potential, called from Python as samplers call them) and the cost per "
+        "leapfrog step of the kernels that run apart from the potential, on a nearly free "
+        "potential of the same dimension."
     )
     return Table(
         ("quantity", "backend", "variant", "min", "median"),
@@ -460,7 +243,7 @@ def _simple_table(
         return None
 
     def show(r: pd.Series, stat: str) -> str:
-        return _seconds(r[stat]) if r.get("unit", "s") == "s" else _label(r[stat])
+        return seconds(r[stat]) if r.get("unit", "s") == "s" else _label(r[stat])
 
     rows = tuple(
         (*(_label(r.get(c)) for c in columns), show(r, "min"), show(r, "median"))
@@ -502,7 +285,8 @@ def cost_figure(frame: pd.DataFrame) -> Figure | None:
                 zorder=3,
             )
             ax.scatter(r.min, y, color="black", s=8, zorder=4)
-        ax.scatter([], [], color="0.4", marker="o", s=40, label="median (o NumPyro, s Pyro)")
+        markers = ", ".join(f"{backend_marker(b)} {backend_title(b)}" for b in backends_of(data))
+        ax.scatter([], [], color="0.4", marker="o", s=40, label=f"median ({markers})")
         ax.scatter([], [], color="black", s=8, label="fastest repeat")
         ax.grid(axis="x", which="both", alpha=0.3)
         ax.set_yticks(ys, labels, fontsize=8)
@@ -511,17 +295,19 @@ def cost_figure(frame: pd.DataFrame) -> Figure | None:
         plain_log_ticks(ax.xaxis)
         ax.set_title(title, fontsize=10)
         if quantity == "grad_s":
-            for key, style, label in (
-                ("jax", ":", "JAX floor"),
-                ("pyro_nuts", "--", "Pyro NUTS floor"),
-                ("pyro_nuts_strict", "-.", "Pyro NUTS strict floor"),
-            ):
-                if math.isfinite(f[key]):
-                    ax.axvline(f[key], color="0.3", linestyle=style, linewidth=1, label=label)
+            lines = [(f"{backend_title(b)} NUTS floor", fl.sampler) for b, fl in f.items()]
+            lines += [
+                (f"{backend_title(b)} NUTS strict floor", fl.strict)
+                for b, fl in f.items()
+                if math.isfinite(fl.kernel)
+            ]
+            for (label, x), style in zip(lines, _FLOOR_STYLES, strict=False):
+                if math.isfinite(x):
+                    ax.axvline(x, color="0.3", linestyle=style, linewidth=1, label=label)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     caption = (
-        f"Cost on {problem} through fit(), log scale: medians over repeats (circles NumPyro, "
-        "squares Pyro) and the fastest repeat (dots); vertical lines mark the floors measured in "
+        f"Cost on {problem} through fit(), log scale: medians over repeats (one marker per "
+        "backend) and the fastest repeat (dots); vertical lines mark the floors measured in "
         "the same run."
     )
     return Figure("perf-cost", _png(fig), caption)
@@ -535,13 +321,7 @@ def scaling_figure(frame: pd.DataFrame) -> Figure | None:
     part["width"] = part["width"].astype(int)
     base_n = int(part["n"].mode().iloc[0])
     base_width = int(part["width"].mode().iloc[0])
-    series = [
-        ("grad_s", "numpyro", "bare_jit", "JAX bare gradient"),
-        ("nuts_grad_s", "numpyro", "nuts", "NumPyro NUTS"),
-        ("grad_s", "pyro", "bare_traced", "torch bare gradient (traced)"),
-        ("grad_s", "pyro", "pyro_compiled", "Pyro potential, compiled"),
-        ("nuts_grad_s", "pyro", "compiled", "Pyro NUTS (compiled)"),
-    ]
+    series = _scaling_series(part)
     fig = MplFigure(figsize=(10, 3.6), dpi=100, layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, (axis, fixed, fixed_value) in zip(
@@ -569,6 +349,23 @@ def scaling_figure(frame: pd.DataFrame) -> Figure | None:
         "synthetic data); medians over repeats."
     )
     return Figure("perf-scaling", _png(fig), caption)
+
+
+def _scaling_series(part: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """``(quantity, backend, variant, label)`` of each line of the scaling figure: every
+    backend's bare gradients and compiled potentials, then its NUTS."""
+    out = []
+    for backend in backends_of(part):
+        perf = perf_of(backend)
+        labels = dict(perf.GRADIENT_VARIANTS) if perf else {}
+        mine = part[part["backend"] == backend]
+        for variant in mine[mine["quantity"] == "grad_s"]["variant"].drop_duplicates():
+            if variant in labels and ("bare" in variant or "compiled" in variant):
+                out.append(("grad_s", backend, variant, labels[variant]))
+        for variant in mine[mine["quantity"] == "nuts_grad_s"]["variant"].drop_duplicates():
+            path = "" if variant == "nuts" else f" ({variant})"
+            out.append(("nuts_grad_s", backend, variant, f"{backend_title(backend)} NUTS{path}"))
+    return out
 
 
 def build_perf_document(results: SuiteResults) -> Document:

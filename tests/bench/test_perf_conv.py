@@ -98,12 +98,6 @@ def test_mnist_images_refuse_bad_sizes(kwargs: dict, match: str) -> None:
         lenet.mnist_images(**kwargs)
 
 
-def test_plain_step_refuses_an_unknown_backend() -> None:
-    x = np.zeros((4, 8, 8, 1), np.float32)
-    with pytest.raises(ValueError, match="unknown backend 'stan'; allowed: numpyro, pyro"):
-        lenet.plain_step("stan", x, np.zeros(4, int), batch_size=2, steps=1)
-
-
 def test_lenet5_maps_mnist_images_to_ten_logits() -> None:
     shape = (28, 28, 1)
     for layer in lenet.lenet5():

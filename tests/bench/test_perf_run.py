@@ -12,7 +12,8 @@ from ppl_bnn.bench.perf_suite import parse_perf_suite
 from ppl_bnn.bench.record import read_records
 from ppl_bnn.bench.runner import run_suite
 from ppl_bnn.report import render_report
-from ppl_bnn.report.perf import floors, headline, rows_frame
+from ppl_bnn.report.perf import rows_frame
+from ppl_bnn.report.perf_ratios import floors, headline
 
 pytestmark = pytest.mark.runtime(150)  # seconds on 2 cores: started first (tests/conftest.py)
 
@@ -61,11 +62,11 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
         "floor-sine",
         "method-sine-svi-numpyro-default",
         "method-sine-nuts-pyro-compiled",
-        "overhead-sine",
+        "overhead-sine-numpyro",
         "predict",
         "scaling-n40-width3",
         "throughput",
-        "compile-cache-sine",
+        "compile-cache-sine-numpyro",
     }
     for record in records.values():
         assert record["status"] == "ok", record.get("error")
@@ -102,7 +103,9 @@ def test_every_probe_stores_rows_with_repeats(perf_results: Path) -> None:
         # The cache was filled for both thread counts: the NumPyro cells load their programs.
         assert all(h > 0 for h in throughput["jax_cache_hits", "warm", f"jobs{jobs}"]["values"])
     # The second process loads every program the first compiled into the empty cache.
-    cache = {(r["quantity"], r["variant"]): r for r in records["compile-cache-sine"]["perf"]}
+    cache = {
+        (r["quantity"], r["variant"]): r for r in records["compile-cache-sine-numpyro"]["perf"]
+    }
     assert cache["xla_compiles", "cold"]["values"][0] > 0
     assert cache["xla_compiles", "warm"]["values"] == [0]
     assert cache["jax_cache_hits", "warm"]["values"][0] > cache["jax_cache_hits", "cold"]["min"]
@@ -113,17 +116,18 @@ def test_perf_report_ratios_are_quotients_of_stored_rows(perf_results: Path) -> 
     index = render_report(perf_results)
     html = index.read_text()
     frame = rows_frame(read_records(perf_results))
-    f = floors(frame, "sine")
+    f = floors(frame, "sine")["pyro"]
     nuts = frame[
         (frame["quantity"] == "grad_s") & (frame["probe"] == "method-sine-nuts-pyro-compiled")
     ]
-    expected = float(nuts["median"].iloc[0]) / f["pyro_nuts"]
+    expected = float(nuts["median"].iloc[0]) / f.sampler
     ratios = {what: value for what, value, _ in headline(frame)}
     key = "Pyro NUTS (compiled) per gradient / floor (kernel + cheapest bare torch gradient)"
     assert ratios[key] == pytest.approx(expected)
-    assert f["pyro_nuts"] == pytest.approx(f["kernel"] + f["torch_bare"])
+    assert f.sampler == pytest.approx(f.kernel + f.bare)
+    assert f.kernel > 0 and math.isnan(floors(frame, "sine")["numpyro"].kernel)
     compile_s = frame[frame["quantity"] == "compile_s"].set_index(["probe", "variant"])["median"]
-    cold, warm = (compile_s["compile-cache-sine", v] for v in ("cold", "warm"))
+    cold, warm = (compile_s["compile-cache-sine-numpyro", v] for v in ("cold", "warm"))
     key = (
         "NumPyro NUTS compile time in a new process, empty JAX cache / cache filled by the "
         "same fit in another process"

@@ -103,7 +103,7 @@ def test_probe_round_trips_and_hashes_its_config():
         ),
         (
             {"compile_cache": {"problem": "sine"}},
-            r"\[compile_cache\]: methods must map NumPyro method names to their options",
+            r"\[compile_cache\]: methods must map method names to their options",
         ),
         (
             {"compile_cache": {"problem": "sine", "methods": {"svi": {"num_step": 3}}}},
@@ -115,7 +115,7 @@ def test_probe_round_trips_and_hashes_its_config():
         ),
         (
             {"overhead": {"problem": "sine", "svi": {"init_loc": "map"}}},
-            r"\[overhead\] svi: init_loc must be 'uniform', the start of NumPyro's own SVI .*'map'",
+            r"\[overhead\] svi: init_loc must be 'uniform', the start of the PPL's own SVI .*'map'",
         ),
         ({"conv": {"image": 28}}, r"\[conv\]: unknown keys \['image'\]"),
         (

@@ -1,8 +1,9 @@
 """Pyro (torch) backend: ``ops`` (the model program and array operations), ``potential`` (the
 flat, compiled potential), ``rng`` (seeded torch, scoped param store), the drivers
 ``autoguide`` (SVI), ``meanfield`` (the mean-field estimators), ``hmc`` (NUTS/HMC) and
-``sgmcmc`` (SG-MCMC in a torch loop), and the modules ``linearised``, ``jacobian`` and
-``device``. Importing this package imports no torch: only :data:`BACKEND`."""
+``sgmcmc`` (SG-MCMC in a torch loop), and the modules ``linearised``, ``jacobian``,
+``device``, ``runtime`` and ``perf``. Importing this package imports no torch: only
+:data:`BACKEND` and the values of its own options."""
 
 from typing import Any
 
@@ -28,9 +29,10 @@ def check_options(options: Any) -> None:
 
 BACKEND = BackendDeclaration(
     name="pyro",
+    title="Pyro",
     framework="torch",
     drivers=("autoguide", "meanfield", "hmc", "sgmcmc"),
-    modules=("linearised", "jacobian", "device", "runtime"),
+    modules=("linearised", "jacobian", "device", "runtime", "perf"),
     packages=("torch", "pyro-ppl"),
     own_options=(
         OwnOption("potential", POTENTIALS),
