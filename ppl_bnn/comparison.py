@@ -26,22 +26,21 @@ from ppl_bnn.report.document import Figure
 from ppl_bnn.report.fidelity import COLUMNS as FIDELITY_COLUMNS
 from ppl_bnn.report.fidelity import with_fidelity
 from ppl_bnn.report.figures import DATASET_FIGURES
-from ppl_bnn.report.load import (
+from ppl_bnn.report.load import SuiteResults, load_results
+from ppl_bnn.report.recommend import COST, Grade, Recommendation, with_cost
+from ppl_bnn.report.reference_entries import (
     REFERENCE_RETRY,
     ReferenceEntry,
-    SuiteResults,
-    load_results,
     reference_failure,
     references_pass,
 )
-from ppl_bnn.report.recommend import COST, Grade, Recommendation, with_cost
-from ppl_bnn.report.summary import Point, pareto_front, points
-from ppl_bnn.report.tables import (
+from ppl_bnn.report.reference_tables import (
     NOT_RANKED,
     ensemble_description,
     floor_remedy,
     no_floor_detail,
 )
+from ppl_bnn.report.summary import Point, pareto_front, points
 from ppl_bnn.results import META_FILE, FitResult
 
 logger = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from ppl_bnn.comparison import UnitsUnknownWarning, Verdict
 from ppl_bnn.data.dataset import Dataset
 from ppl_bnn.data.splits import read_tables
 from ppl_bnn.reference import PREDICTIONS_FILE
-from ppl_bnn.report.load import ReferenceEntry
 from ppl_bnn.report.recommend import Basis, Grade, Recommendation, Standing
+from ppl_bnn.report.reference_entries import ReferenceEntry
 from ppl_bnn.results import META_FILE, FitResult
 
 pytestmark = pytest.mark.runtime(45)  # seconds on 2 cores: started first (tests/conftest.py)

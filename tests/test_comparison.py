@@ -12,8 +12,8 @@ from ppl_bnn import Comparison
 from ppl_bnn.bench.record import PREDICTIONS_FILE, RECORD_FILE
 from ppl_bnn.comparison import Verdict
 from ppl_bnn.reference import reference_document
-from ppl_bnn.report.load import REFERENCE_RETRY, ReferenceEntry
 from ppl_bnn.report.recommend import FIDELITY_WHY, Basis, Grade, Recommendation, Standing
+from ppl_bnn.report.reference_entries import REFERENCE_RETRY, ReferenceEntry
 from ppl_bnn.report.summary import Point
 from tests.report.unfinished_records import CRASH, write_failed, write_ranked
 

@@ -10,7 +10,7 @@ A difference that a paired t-test at the 5% level does not tell from zero
 (:func:`ppl_bnn.report.ranking.clear`) is reported as agreement, never as a win. Pairs whose
 settings differ are listed with what differs, and not compared. Distances to the reference
 posterior are compared only where the dataset's references have a floor
-(:func:`~ppl_bnn.report.load.references_pass`).
+(:func:`~ppl_bnn.report.reference_entries.references_pass`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from ppl_bnn.engine.registry import DEFAULT_BACKEND, backend_names
 from ppl_bnn.report import fmt
 from ppl_bnn.report.document import Inline, Table
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import SuiteResults, method_key, references_pass
+from ppl_bnn.report.load import SuiteResults, method_key
 from ppl_bnn.report.ranking import REPLICATE, clear, reduced
+from ppl_bnn.report.reference_entries import references_pass
 from ppl_bnn.report.stats import WITH_METRICS
 
 TEST_QUALITY = ("test_ll", "rmse", "accuracy", "nll")

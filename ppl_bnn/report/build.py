@@ -47,6 +47,7 @@ from ppl_bnn.report.figure_memo import FigureMemo
 from ppl_bnn.report.glossary import CONCEPTS, IZMAILOV_2021, QUANTITIES, Citation
 from ppl_bnn.report.load import SuiteResults, method_key
 from ppl_bnn.report.published import published_classification_table
+from ppl_bnn.report.reference_tables import reference_info_table
 from ppl_bnn.report.summary import summary_section
 
 logger = logging.getLogger(__name__)
@@ -512,7 +513,7 @@ def reference_section(b: _Builder) -> Section | None:
     )
     for dataset in results.datasets():
         blocks: list[Any] = []
-        _add(blocks, b.safe(f"{dataset} references", tables.reference_info_table, results, dataset))
+        _add(blocks, b.safe(f"{dataset} references", reference_info_table, results, dataset))
         _add(blocks, b.safe(f"{dataset} fidelity", tables.fidelity_table, results, dataset))
         if blocks:
             section.children.append(Section(dataset, slug("reference", dataset), blocks))

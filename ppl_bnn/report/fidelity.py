@@ -1,7 +1,7 @@
 """How close each cell's predictive comes to its split's reference posterior.
 
 Every cell is compared with the reference of its own (dataset, split) (see
-:class:`~ppl_bnn.report.load.ReferenceEntry`), from the stored predictions of both:
+:class:`~ppl_bnn.report.reference_entries.ReferenceEntry`), from the stored predictions of both:
 
 - regression: the W2 and KS distances between predictive marginals (Izmailov et al. 2021) on the
   stored fidelity sample of each (:mod:`ppl_bnn.metrics.reference`: at most

@@ -93,3 +93,11 @@ def capital(text: str) -> str:
     'The reference failed (split 0: WorkerCrashed)'
     """
     return text[:1].upper() + text[1:]
+
+
+def first_line(text: str | None) -> str:
+    """The first non-empty line of ``text`` ("" for None)."""
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

@@ -18,7 +18,8 @@ Only *eligible* groups are ranked: every cell finished ``ok``, none is flagged a
 full-budget ones).
 
 Fidelity (the distances to a reference posterior) is ranked only on a dataset whose every
-reference that could be computed has a floor (:func:`~ppl_bnn.report.load.references_pass`):
+reference that could be computed has a floor
+(:func:`~ppl_bnn.report.reference_entries.references_pass`):
 a reference without one gives no best, no tie and no standing, anywhere in the report; its
 distances are shown apart, marked "not ranked: reference has no floor".
 """

@@ -5,9 +5,9 @@ The rule, for the (method, backend) groups that ran on one dataset:
 
 1. **Basis.** Fidelity to the reference posterior (``ref_w2`` for regression, ``ref_tv`` for
    classification, lower is better) when every reference of the dataset that could be computed
-   has a floor (:func:`~ppl_bnn.report.load.references_pass`: a split whose reference is
-   infeasible contributes no fidelity); otherwise the held-out test log-likelihood (higher is
-   better). A reference without a floor never decides anything.
+   has a floor (:func:`~ppl_bnn.report.reference_entries.references_pass`: a split whose
+   reference is infeasible contributes no fidelity); otherwise the held-out test
+   log-likelihood (higher is better). A reference without a floor never decides anything.
 2. **Avoid** a group with any cell that is unusable (worse than a constant predictor), that
    diverged, or, against a reference with a floor, whose predictive std where no training input
    lies is below :data:`OVERCONFIDENT` of the reference's on average (over-confident out of
@@ -60,17 +60,15 @@ from ppl_bnn.report.equivalence import (
 )
 from ppl_bnn.report.fidelity import FLOOR_DISTANCES, FLOOR_RATIO
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import (
+from ppl_bnn.report.load import SuiteResults, backend_key, method_key
+from ppl_bnn.report.ranking import Group, by_replicate, eligible_groups, flagged, reduced
+from ppl_bnn.report.reference_entries import (
     REFERENCE_RETRY,
     STATUS_WORDS,
     ReferenceEntry,
-    SuiteResults,
-    backend_key,
-    method_key,
     reference_failure,
     references_pass,
 )
-from ppl_bnn.report.ranking import Group, by_replicate, eligible_groups, flagged, reduced
 
 #: Predictive std below this share of the reference's, where no training input lies, is
 #: over-confidence.
@@ -376,7 +374,7 @@ def _grouped(standings: Sequence[Standing]) -> str:
 
 def basis_of(cells: pd.DataFrame, references: Sequence[ReferenceEntry]) -> Basis | None:
     """Fidelity where the dataset's references have a floor
-    (:func:`~ppl_bnn.report.load.references_pass`) and cells have it, else the test
+    (:func:`~ppl_bnn.report.reference_entries.references_pass`) and cells have it, else the test
     log-likelihood; None where neither has a value."""
     regression = "rmse" in cells and cells["rmse"].notna().any()
     fidelity = "ref_w2" if regression else "ref_tv"

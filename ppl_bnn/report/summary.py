@@ -10,11 +10,12 @@ pairs are drawn filled and joined on the front (every cell ok, unflagged, full b
 
 Fidelity to the reference posterior is a column of the evidence table and an axis of the front
 only where every reference of the dataset that could be computed has a floor
-(:func:`~ppl_bnn.report.load.references_pass`, the rule the recommendation follows). Each
-contestant's distance is shown beside the floor ("2.4\u00d7 the floor"), and a distance within it
-reads "indistinguishable from the reference". Where a reference has no floor, the dataset's
-subsection says "not ranked: reference has no floor", with why (the chains kept) and what to
-try; its distances are shown only apart, unranked (:func:`~ppl_bnn.report.tables.fidelity_table`).
+(:func:`~ppl_bnn.report.reference_entries.references_pass`, the rule the recommendation
+follows). Each contestant's distance is shown beside the floor ("2.4\u00d7 the floor"), and a
+distance within it reads "indistinguishable from the reference". Where a reference has no
+floor, the dataset's subsection says "not ranked: reference has no floor", with why (the chains
+kept) and what to try; its distances are shown only apart, unranked
+(:func:`~ppl_bnn.report.tables.fidelity_table`).
 Without a reference with a floor, the front and the standings use the test log-likelihood and
 cost alone.
 
@@ -39,16 +40,7 @@ from ppl_bnn.report.equivalence import Margins
 from ppl_bnn.report.fidelity import FLOOR_DISTANCES, FLOOR_RATIO
 from ppl_bnn.report.figures import figure_of, legend_methods_backends, plain_log_ticks
 from ppl_bnn.report.glossary import label
-from ppl_bnn.report.load import (
-    REFERENCE_RETRY,
-    STATUS_WORDS,
-    ReferenceEntry,
-    SuiteResults,
-    backend_key,
-    method_key,
-    reference_failure,
-    references_pass,
-)
+from ppl_bnn.report.load import SuiteResults, backend_key, method_key
 from ppl_bnn.report.ranking import Group, eligible_groups, flagged, reduced
 from ppl_bnn.report.recommend import (
     COST,
@@ -61,16 +53,23 @@ from ppl_bnn.report.recommend import (
     mean_se,
     with_cost,
 )
-from ppl_bnn.report.stats import WITH_METRICS
-from ppl_bnn.report.style import backend_marker, method_color
-from ppl_bnn.report.sweeps import summary_note
-from ppl_bnn.report.tables import (
-    BUDGET_MARK,
+from ppl_bnn.report.reference_entries import (
+    REFERENCE_RETRY,
+    STATUS_WORDS,
+    ReferenceEntry,
+    reference_failure,
+    references_pass,
+)
+from ppl_bnn.report.reference_tables import (
     NOT_RANKED,
     ensemble_description,
     floor_remedy,
     no_floor_detail,
 )
+from ppl_bnn.report.stats import WITH_METRICS
+from ppl_bnn.report.style import backend_marker, method_color
+from ppl_bnn.report.sweeps import summary_note
+from ppl_bnn.report.tables import BUDGET_MARK
 
 #: What a dataset without a reference with a floor is ranked and drawn on.
 TEST_ONLY = "the front and the ranking use test log-likelihood and cost alone"

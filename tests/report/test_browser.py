@@ -35,8 +35,8 @@ from ppl_bnn.report.document import (
     Table,
 )
 from ppl_bnn.report.html import CSS, render_html
-from ppl_bnn.report.load import ReferenceEntry
 from ppl_bnn.report.recommend import recommend, with_cost
+from ppl_bnn.report.reference_entries import ReferenceEntry
 from tests.report.pruning_records import write_pruning_suite
 
 pytestmark = pytest.mark.runtime(40)  # seconds on 2 cores, with the other report modules

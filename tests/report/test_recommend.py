@@ -13,8 +13,8 @@ import pytest
 
 from ppl_bnn.reference import PREDICTIONS_FILE
 from ppl_bnn.report.equivalence import Margins
-from ppl_bnn.report.load import ReferenceEntry
 from ppl_bnn.report.recommend import FIDELITY_WHY, Grade, recommend, with_cost
+from ppl_bnn.report.reference_entries import ReferenceEntry
 
 #: Per-seed offsets: a group's values are its mean plus these (three replicates, sd 1).
 NOISE = np.array([-1.0, 0.0, 1.0])

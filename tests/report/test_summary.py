@@ -23,8 +23,9 @@ from ppl_bnn.report.html import render_html
 from ppl_bnn.report.load import SuiteResults, load_results
 from ppl_bnn.report.markdown import render_markdown
 from ppl_bnn.report.recommend import FIDELITY_WHY, Recommendation
+from ppl_bnn.report.reference_tables import NOT_RANKED, reference_info_table
 from ppl_bnn.report.summary import Point, pareto_front, points, summary_section
-from ppl_bnn.report.tables import NOT_RANKED, RANKING_NOTE, TIE_MARK
+from ppl_bnn.report.tables import RANKING_NOTE, TIE_MARK
 from tests.report.builder import reference_entry, subset
 from tests.report.helpers import section, tables
 
@@ -272,7 +273,7 @@ def test_the_references_table_shows_the_chains_and_the_floor(
     folder = _sine(results_dir, tmp_path / "results", references=True)
     _ensemble(folder, kept=14, floor=0.04)
     results = with_fidelity(load_results(folder))
-    table = report_tables.reference_info_table(results, "sine")
+    table = reference_info_table(results, "sine")
     assert table is not None
     got = dict(zip(table.header, table.rows[0], strict=True))
     assert got["gate"] == Strong("passed")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from ppl_bnn.report import render_report
-from ppl_bnn.report.load import REFERENCE_RETRY
+from ppl_bnn.report.reference_entries import REFERENCE_RETRY
 from ppl_bnn.report.stats import group_stats
 from tests.report.helpers import section
 from tests.report.unfinished_records import CRASH, MEMORY, write_failed, write_ranked
