@@ -59,7 +59,6 @@ posteriors are sampled::
     [methods.map.tune]                   # a tuned contestant, "map (tuned)", beside "map"
     grid = { noise = [0.3, 1.0], prior_scale = [0.3, 1.0], num_steps = [1000, 4000] }
     validation_fraction = 0.2            # the default
-    # halving = 3                        # successive halving over a grid without num_steps
 
 Options merge in the order: method, method.backend, dataset's method, dataset's method.backend.
 

@@ -27,15 +27,6 @@ fits the whole training set with those settings and is evaluated on its test set
 the test set is never seen while choosing. A combination that breaks down (a
 :class:`~ppl_bnn.methods.base.DivergedError`, a divergence the fit reports, a non-finite
 score) scores -inf; when every one does, the cell fails.
-
-With ``halving = eta`` (an integer >= 2) the grid is searched by successive halving (Jamieson &
-Talwalkar 2016; Li et al. 2018): with :math:`n` combinations and
-:math:`K = \\lceil \\log_\\eta n \\rceil` rungs, rung :math:`r = 0, \\dots, K-1` fits its
-combinations for :math:`B \\eta^{r-K}` of the method's ``num_steps`` :math:`B` (at least one) and
-keeps the best :math:`\\lceil m / \\eta \\rceil` of its :math:`m` for the next; the last keeps one,
-the chosen. A grid of :math:`n \\le \\eta` combinations is thus compared at :math:`B / \\eta`.
-Each rung costs about :math:`n \\eta^{-K} \\le 1` full fit, so the search about :math:`K` full
-fits instead of :math:`n`. The chosen settings are refitted at the full budget as without it.
 """
 
 from __future__ import annotations
@@ -76,9 +67,7 @@ MODEL_KEYS = ("noise", "prior_scale")
 MAX_COMBINATIONS = 64
 #: Share of each training set held out for validation (Gal & Ghahramani 2016: 20%).
 DEFAULT_VALIDATION_FRACTION = 0.2
-_TUNE_KEYS = {"grid", "validation_fraction", "halving"}
-#: The option successive halving shortens: the optimisation's steps.
-BUDGET_OPTION = "num_steps"
+_TUNE_KEYS = {"grid", "validation_fraction"}
 #: The one grid value that is not a number: ``noise = ["learned", 0.3]`` tries the model's learned
 #: noise (with its ``noise_prior``) beside the known stds.
 LEARNED = "learned"
@@ -95,27 +84,10 @@ class Tuning:
     Attributes:
         grid: Setting name -> the values tried, in the suite's order.
         validation_fraction: Share of each training set held out, in (0, 1).
-        halving: The factor :math:`\\eta` of successive halving over the grid; None: every
-            combination fits at the full budget.
     """
 
     grid: dict[str, tuple[float | str, ...]]
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
-    halving: int | None = None
-
-    def rungs(self, budget: int) -> list[tuple[int, int]]:
-        """``(steps, combinations kept after it)`` of each rung of successive halving from a
-        full ``budget`` of steps (one rung at the full budget, keeping one, without it)."""
-        n = len(self.combinations())
-        if self.halving is None or n == 1:
-            return [(budget, 1)]
-        eta, count = self.halving, math.ceil(math.log(n) / math.log(self.halving) - 1e-9)
-        out, alive = [], n
-        for r in range(count):
-            alive = max(1, math.ceil(alive / eta))
-            out.append((max(1, round(budget * eta ** (r - count))), alive))
-        out[-1] = (out[-1][0], 1)
-        return out
 
     def combinations(self) -> list[dict[str, float | str]]:
         """Every combination of the grid, the last key varying fastest."""
@@ -126,22 +98,17 @@ class Tuning:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """The plain form a :class:`~ppl_bnn.bench.cell.Cell` carries (``tune``; ``halving``
-        only where set, so that a grid without it keeps its cells' configurations)."""
-        out: dict[str, Any] = {
+        """The plain form a :class:`~ppl_bnn.bench.cell.Cell` carries (``tune``)."""
+        return {
             "grid": {k: list(v) for k, v in self.grid.items()},
             "validation_fraction": self.validation_fraction,
         }
-        if self.halving is not None:
-            out["halving"] = self.halving
-        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Tuning:
         return cls(
             grid={str(k): tuple(v) for k, v in data["grid"].items()},
             validation_fraction=float(data["validation_fraction"]),
-            halving=data.get("halving"),
         )
 
 
@@ -202,27 +169,7 @@ def parse_tuning(where: str, raw: Any, method: str) -> Tuning:
         raise SuiteError(
             f"{where}: validation_fraction must be a number in (0, 1), got {fraction!r}"
         )
-    return Tuning(parsed, float(fraction), _halving(where, raw.get("halving"), parsed, method))
-
-
-def _halving(where: str, eta: Any, grid: Mapping[str, Any], method: str) -> int | None:
-    """A tune table's ``halving``: None, or an integer >= 2 for a method whose budget is its
-    ``num_steps``, not itself in the grid."""
-    if eta is None:
-        return None
-    if isinstance(eta, bool) or not isinstance(eta, int) or eta < 2:
-        raise SuiteError(f"{where}: halving must be an integer >= 2 (eta), got {eta!r}")
-    if BUDGET_OPTION not in _method_fields(method):
-        raise SuiteError(
-            f"{where}: halving shortens the fits' {BUDGET_OPTION}, which {method!r} does not "
-            "take; drop halving"
-        )
-    if BUDGET_OPTION in grid:
-        raise SuiteError(
-            f"{where}: halving sets {BUDGET_OPTION} itself, rung by rung; drop it from the grid "
-            "or drop halving"
-        )
-    return eta
+    return Tuning(parsed, float(fraction))
 
 
 def _grid_value(key: str, value: Any) -> bool:
@@ -352,30 +299,20 @@ def tune(
         raise ValueError(f"{cell.cell_id}: noise is tuned, but {data.name} is a classification set")
     start = now()
     carved = tuning_split(cell, data).data
-    scores: list[dict[str, Any]] = []
-    alive = tuning.combinations()
+    scores = []
     with shared.collect() as reused:
-        full = _budget(cell) if tuning.halving is not None else 0
-        for rung, (steps, keep) in enumerate(tuning.rungs(full)):
-            budget = {BUDGET_OPTION: steps} if tuning.halving is not None else {}
-            entries = []
-            for settings in alive:
-                entries.append(_score(cell, carved, settings, fit_fn, budget))
-                if budget:
-                    entries[-1].update(rung=rung, **budget)
-                logger.info("%s: %s scored %s", cell.cell_id, settings, entries[-1]["score"])
-            scores += entries
-            ranked = sorted(range(len(alive)), key=lambda i: (-entries[i]["score"], i))
-            alive = [alive[i] for i in sorted(ranked[:keep])]
-            best = entries[ranked[0]]
+        for settings in tuning.combinations():
+            scores.append(_score(cell, carved, settings, fit_fn))
+            logger.info("%s: %s scored %s", cell.cell_id, settings, scores[-1]["score"])
     shared_s = sum(run["seconds"] for run in reused)
-    if best["score"] == -math.inf:
+    best = max(range(len(scores)), key=lambda i: (scores[i]["score"], -i))
+    if scores[best]["score"] == -math.inf:
         errors = "; ".join(f"{s['settings']}: {s['error']}" for s in scores)
         raise TuningError(
             f"{cell.cell_id}: every combination of the tuning grid broke down on the "
             f"validation split, so there is no setting to refit with ({errors})"
         )
-    chosen = best["settings"]
+    chosen = scores[best]["settings"]
     model, options = apply_settings(cell, chosen)
     info = {
         **tuning.to_dict(),
@@ -391,25 +328,11 @@ def tune(
     return Tuned(model=model, options=options, info=info)
 
 
-def _budget(cell: Cell) -> int:
-    """The full budget of ``cell``'s tuning fits: its method's ``num_steps`` (1 for a method
-    without it: successive halving is refused for one when the suite is read)."""
-    method = next(m for m in METHODS if m.name == cell.method)
-    steps = cell.options.get(BUDGET_OPTION, getattr(method.options(), BUDGET_OPTION, 1))
-    return int(steps)
-
-
 def _score(
-    cell: Cell,
-    carved: Dataset,
-    settings: dict[str, Any],
-    fit_fn: Callable[..., Any],
-    budget: Mapping[str, int],
+    cell: Cell, carved: Dataset, settings: dict[str, Any], fit_fn: Callable[..., Any]
 ) -> dict[str, Any]:
-    """Fit one combination (with ``budget`` in place of its steps, under successive halving)
-    on the fit part of ``carved`` and score it on its validation part."""
+    """Fit one combination on the fit part of ``carved`` and score it on its validation part."""
     model_cfg, options = apply_settings(cell, settings)
-    options = {**options, **budget}
     start = now()
     entry: dict[str, Any] = {"settings": settings, "status": "ok", "error": None}
     result = None

@@ -26,16 +26,6 @@ def _settings(settings: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {_value(v)}" for k, v in settings.items())
 
 
-def _halving(eta: Any) -> str:
-    """How the grid was searched, where by successive halving (:mod:`ppl_bnn.bench.tuning`)."""
-    if not isinstance(eta, int):
-        return ""
-    return (
-        f", searched by successive halving (the best 1 in {eta} of each rung goes on at {eta} "
-        f"times the steps; the last rung at 1/{eta} of the method's)"
-    )
-
-
 def _statement(contestant: str, records: list[dict[str, Any]]) -> list[Inline]:
     """One contestant's grid, split, choices (with their counts) and tuning time."""
     tune = records[0]["config"]["tune"]
@@ -54,9 +44,7 @@ def _statement(contestant: str, records: list[dict[str, Any]]) -> list[Inline]:
         "(never the test set) over "
         + ", ".join(f"{k} {_values(v)}" for k, v in grid.items())
         + f" ({combinations} combination{'s' if combinations != 1 else ''}) by validation "
-        "log predictive density"
-        + _halving(tune.get("halving"))
-        + ", then refitted on the whole training set"
+        "log predictive density, then refitted on the whole training set"
     )
     if not tunings:
         return [Strong(f"{contestant}: "), text + "; no cell finished its tuning. "]

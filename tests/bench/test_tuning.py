@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +21,6 @@ from ppl_bnn.bench.tuning import (
     Tuning,
     TuningError,
     apply_settings,
-    parse_tuning,
     tune,
     tuning_split,
     validation_score,
@@ -241,10 +239,6 @@ def test_a_study_is_never_tuned() -> None:
         ({"grid": {"num_steps": [10, 0]}}, r"sine map \(tuned\) on numpyro tuned with .*num_steps"),
         ({"grid": {"noise": [0.3, -1.0]}}, r"sine map \(tuned\) on numpyro tuned with .*noise"),
         ({"grid": {"prior_scale": [0.0]}}, r"sine map \(tuned\) on numpyro tuned with"),
-        ({"grid": {"noise": [0.3, 1.0]}, "halving": 1}, r"halving must be an integer >= 2 \(eta\)"),
-        ({"grid": {"noise": [0.3, 1.0]}, "halving": 2.0}, "halving must be an integer >= 2"),
-        ({"grid": {"noise": [0.3, 1.0]}, "halving": True}, "halving must be an integer >= 2"),
-        ({"grid": GRID, "halving": 3}, "halving sets num_steps itself, rung by rung; drop it"),
     ],
 )
 def test_bad_tune_tables_are_refused_naming_the_suite_entry(tune: Any, match: str) -> None:
@@ -453,54 +447,3 @@ def test_tuning_round_trips_its_plain_form() -> None:
         {"noise": 0.3, "num_steps": 10},
         {"noise": 1.0, "num_steps": 10},
     ]
-
-
-@pytest.mark.parametrize(
-    ("count", "eta", "rungs"),
-    [
-        (3, 3, [(300, 1)]),
-        (2, 3, [(300, 1)]),
-        (8, 3, [(100, 3), (300, 1)]),
-        (9, 3, [(100, 3), (300, 1)]),
-        (5, 3, [(100, 2), (300, 1)]),
-        (4, 2, [(225, 2), (450, 1)]),
-        (1, 3, [(900, 1)]),
-    ],
-)
-def test_successive_halving_rungs_shorten_the_budget_and_keep_one_in_eta(
-    count: int, eta: int, rungs: list[tuple[int, int]]
-) -> None:
-    tuning = Tuning({"noise": tuple(0.1 * k for k in range(1, count + 1))}, 0.2, eta)
-    assert tuning.rungs(900) == rungs
-    assert Tuning(tuning.grid).rungs(900) == [(900, 1)]
-
-
-def test_successive_halving_fits_each_rung_at_its_budget_and_chooses_the_best() -> None:
-    data, fake = _toy(), FakeFit(broken={3.0})
-    cell = _cell({"noise": [0.2, 3.0, 0.9, 1.5]}, options={"num_steps": 400})
-    cell = replace(cell, tune={**cell.tune, "halving": 2})
-    tuned = tune(cell, data, fit_fn=fake)
-    # Rung 0: all four at 400 / 4 steps; rung 1: the best two (in grid order) at 400 / 2.
-    assert [(c["noise"], c["num_steps"]) for c in fake.calls] == [
-        (0.2, 100), (3.0, 100), (0.9, 100), (1.5, 100), (0.9, 200), (1.5, 200)
-    ]  # fmt: skip
-    scores = tuned.info["scores"]
-    assert [(s["rung"], s["num_steps"]) for s in scores] == [(0, 100)] * 4 + [(1, 200)] * 2
-    assert scores[1]["score"] == -math.inf and scores[1]["status"] == "diverged"
-    # The fake's score depends on the noise alone: the best of the last rung is the chosen.
-    expected = max((0.9, 1.5), key=lambda noise: _expected(data, noise))
-    best = max(scores[4:], key=lambda s: s["score"])
-    assert tuned.info["chosen"] == best["settings"] == {"noise": expected}
-    assert best["score"] == pytest.approx(_expected(data, expected))
-    assert min(_expected(data, v) for v in (0.9, 1.5)) > _expected(data, 0.2)
-    # The refit takes the cell's own budget, and the record says how the grid was searched.
-    assert tuned.options == {"num_steps": 400} and tuned.info["halving"] == 2
-
-
-def test_halving_is_stored_only_where_set_and_round_trips() -> None:
-    assert "halving" not in Tuning({"noise": (0.3, 1.0)}).to_dict()
-    tuning = Tuning({"noise": (0.3, 1.0)}, 0.2, 3)
-    assert Tuning.from_dict(tuning.to_dict()) == tuning
-    assert parse_tuning("s", {"grid": {"noise": [0.3, 1.0]}, "halving": 3}, "map") == tuning
-    with pytest.raises(SuiteError, match="halving shortens the fits' num_steps, which 'nuts' does"):
-        parse_tuning("s", {"grid": {"step_size": [0.1, 1.0]}, "halving": 3}, "nuts")
