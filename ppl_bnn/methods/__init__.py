@@ -118,8 +118,10 @@ def _check_own_options(options: Any, declared: BackendDeclaration) -> None:
     """``ValueError`` naming an own option of the backend whose value it does not take, or a
     combination its ``check_options`` refuses."""
     for own in declared.own_options:
-        value = getattr(options, own.name, None)
-        if own.values and hasattr(options, own.name) and value not in own.values:
+        if not own.values or not hasattr(options, own.name):
+            continue
+        value = getattr(options, own.name)
+        if value not in own.values:
             raise ValueError(
                 f"unknown {own.name} {value!r} on backend {declared.name!r}; available: "
                 f"{', '.join(map(str, own.values))}"

@@ -9,9 +9,11 @@ from typing import Any
 
 from ppl_bnn.engine.registry import BackendDeclaration, OwnOption
 
-#: How NUTS/HMC evaluate the potential: flat-vector ones (:mod:`.potential`), then Pyro's own
-#: per-site potential with and without ``jit_compile``.
-POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager", "pyro_jit", "pyro")
+#: The flat-vector potentials (:mod:`.potential`): compiled, traced or eager.
+FLAT_POTENTIALS: tuple[str, ...] = ("compiled", "traced", "eager")
+#: How NUTS/HMC evaluate the potential: a flat-vector one, or Pyro's own per-site potential with
+#: and without ``jit_compile``.
+POTENTIALS: tuple[str, ...] = (*FLAT_POTENTIALS, "pyro_jit", "pyro")
 #: How SVI updates the guide: one fused torch Adam, or Pyro's ``SVI.step``.
 UPDATES: tuple[str, ...] = ("fused", "pyro")
 

@@ -32,6 +32,7 @@ import numpy as np
 import pyro
 import torch
 
+from ppl_bnn.backends.pyro import FLAT_POTENTIALS
 from ppl_bnn.backends.pyro import ops as backend
 from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.keys import content_key
@@ -40,8 +41,6 @@ from ppl_bnn.model.program import constrain, site_transforms
 from ppl_bnn.model.spec import BNNSpec
 
 logger = logging.getLogger(__name__)
-
-POTENTIAL_MODES: tuple[str, ...] = ("compiled", "traced", "eager")
 
 #: Compiled value-and-gradient graphs of this process, by the key of what they hold.
 _COMPILED: dict[str, Callable] = {}
@@ -121,8 +120,8 @@ class FlatPotential:
         likelihood_scale: float = 1.0,
         mode: str = "compiled",
     ) -> None:
-        if mode not in POTENTIAL_MODES:
-            raise ValueError(f"unknown potential mode {mode!r}; available: {POTENTIAL_MODES}")
+        if mode not in FLAT_POTENTIALS:
+            raise ValueError(f"unknown potential mode {mode!r}; available: {FLAT_POTENTIALS}")
         self.layout = FlatLayout.of(spec)
         self.x, self.y = x, y
         self._transforms = site_transforms(spec, backend.PPL_PYRO)
