@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 
 from ppl_bnn import configure_runtime
+from ppl_bnn.bench.pool import PRELOAD_VAR
+from ppl_bnn.engine.registry import backend_names
 
 #: XLA compiles the tests' programs without its optimisation passes: LLVM at its lowest level and
 #: XLA's older CPU emitters. Compiling took much of the suite's time on 2 cores; so compiled, the
@@ -19,7 +21,10 @@ TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_em
 
 def configure_test_runtime() -> None:
     """The XLA flags above (kept by the processes the tests start, which inherit them), two XLA
-    host devices so NumPyro runs two chains in parallel, and one torch thread per process."""
+    host devices so NumPyro runs two chains in parallel, one torch thread per process, and
+    every backend imported by the fork server of the sweeps' workers, whichever test's sweep
+    starts it (:func:`ppl_bnn.bench.pool.preload_backends`)."""
+    os.environ.setdefault(PRELOAD_VAR, ",".join(backend_names()))
     flags = os.environ.get("XLA_FLAGS", "").split()
     os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in TEST_XLA_FLAGS if f not in flags)])
     configure_runtime(host_devices=2, torch_threads=1)

@@ -78,6 +78,12 @@ MAX_IDLE_PER_CORE = 2
 START_TIMEOUT_S = 300.0
 #: Characters of a dead worker's stderr kept in the record.
 STDERR_TAIL = 4000
+#: Environment variable through which the fork server learns which backends to import
+#: (:func:`preload_backends`, :func:`ppl_bnn.bench.worker.preload`): comma-separated names. Set
+#: by the user (or the tests), it overrides :func:`preload_backends`.
+PRELOAD_VAR = "PPL_BNN_PRELOAD_BACKENDS"
+#: The backends the fork server imports when it starts (None: every backend).
+_preload: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,12 +130,24 @@ class Interrupted(Exception):
 _fork_server_lock = threading.Lock()
 
 
+def preload_backends(names: tuple[str, ...] | None) -> None:
+    """The backends whose libraries the fork server imports when it starts (None: every one):
+    a sweep of NumPyro cells only spares its first worker seconds of importing torch and Pyro.
+    Once the fork server runs, this changes nothing: a worker imports a backend it lacks when
+    its first cell needs it."""
+    global _preload
+    _preload = None if names is None else tuple(sorted(set(names)))
+
+
 def _start_fork_server() -> None:
     """Start the fork server if it is not running, with the BLAS libraries' threads at one:
     they start their thread pools when they are loaded, and a forked worker inherits none of
-    those threads (each worker sets its own budget). Called under ``_fork_server_lock``."""
+    those threads (each worker sets its own budget), and the backends of
+    :func:`preload_backends`. Called under ``_fork_server_lock``."""
     saved = dict(os.environ)
     os.environ.update(thread_environment(1))
+    if _preload is not None and PRELOAD_VAR not in saved:
+        os.environ[PRELOAD_VAR] = ",".join(_preload)
     try:
         forkserver.ensure_running()
     finally:

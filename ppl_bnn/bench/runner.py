@@ -173,6 +173,17 @@ def _after(groups: list[list[tuple[Cell, Path]]]) -> dict[int, int]:
     return out
 
 
+def sweep_backends(
+    references: list[PendingReference], cells: list[tuple[Cell, Path]]
+) -> tuple[str, ...] | None:
+    """The backends a sweep's references and cells run on, or None where it runs a probe
+    (which may time any backend)."""
+    jobs = [pending.job.cell for pending in references] + [cell for cell, _ in cells]
+    if any(not isinstance(job, Cell) for job in jobs):
+        return None
+    return tuple(sorted({job.backend for job in jobs}))
+
+
 def program_groups(cells: list[tuple[Cell, Path]]) -> list[list[tuple[Cell, Path]]]:
     """``cells`` grouped by everything but the seed, in the order of each group's first cell:
     a group runs in one worker, which compiles its programs once."""
@@ -224,6 +235,7 @@ def _sweep(
     shared runs (:func:`_after`) may start once that one has finished, and then goes before the
     groups that come after it in the suite, not to the end of the queue."""
     pool.allow_work()
+    pool.preload_backends(sweep_backends(references, cells))
     with (
         executor_cm as executor,
         SweepProgress(len(references), len(cells)) as bar,

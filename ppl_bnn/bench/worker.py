@@ -34,6 +34,7 @@ from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_a
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
 from ppl_bnn.bench.fit_store import use_store
+from ppl_bnn.bench.pool import PRELOAD_VAR
 from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
@@ -281,12 +282,15 @@ def run_task(task: dict[str, Any], threads: int) -> dict[str, Any]:
 
 
 def preload() -> None:
-    """Import what every cell needs, once: every backend, their libraries, ArviZ and netCDF
-    I/O, scikit-learn's data sets (the pool's fork server does, before it forks workers)."""
+    """Import what every cell needs, once: the backends (those named in
+    ``$PPL_BNN_PRELOAD_BACKENDS``, see :func:`ppl_bnn.bench.pool.preload_backends`, else every
+    one) and their libraries, ArviZ and netCDF I/O, scikit-learn's data sets (the pool's fork
+    server does, before it forks workers)."""
     import h5netcdf  # noqa: F401
     import sklearn.datasets  # noqa: F401
 
-    for backend in backend_names():
+    named = os.environ.get(PRELOAD_VAR)
+    for backend in backend_names() if named is None else named.split(","):
         get_backend(backend)
     import_arviz()
 

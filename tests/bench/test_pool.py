@@ -4,6 +4,9 @@ the same as in a new process."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from ppl_bnn.bench import pool
+from ppl_bnn.bench.cell import Probe
 from ppl_bnn.bench.record import read_records
-from ppl_bnn.bench.runner import run_suite
+from ppl_bnn.bench.reference_jobs import PendingReference
+from ppl_bnn.bench.runner import run_suite, sweep_backends
 from ppl_bnn.engine.registry import backend_names
+from ppl_bnn.reference import REFERENCE_BACKEND
 from tests.bench.conftest import tiny_suite
 from tests.bench.faulty_worker import FAULTS_VAR
 
@@ -146,3 +152,61 @@ def test_idle_workers_a_thread_gets_its_own_back_and_the_longest_idle_is_retired
     pool.release(mine)  # type: ignore[arg-type]
     assert pool.acquire(pool.Profile(1, 2)) is mine
     assert pool.acquire(pool.Profile(1, 2)) is other and other.thread == me
+
+
+# --- what the fork server imports --------------------------------------------------------------
+
+
+def test_a_sweep_names_the_backends_its_references_and_cells_run_on(tmp_path: Path) -> None:
+    def cells(backends: list[str]) -> list:
+        return [(cell, tmp_path) for cell in tiny_suite(backends=backends).cells()]
+
+    assert sweep_backends([], cells(["numpyro"])) == ("numpyro",)
+    assert sweep_backends([], cells(["pyro", "numpyro"])) == ("numpyro", "pyro")
+    jobs = tiny_suite(backends=["pyro"], reference={"engine": "mclmc"}).references()
+    references = [PendingReference(job, key="") for job in jobs]
+    assert sweep_backends(references, []) == (REFERENCE_BACKEND,)
+    assert sweep_backends(references, cells(["pyro"])) == tuple(sorted({REFERENCE_BACKEND, "pyro"}))
+    probe = Probe("perf", "overhead", "overhead", {})
+    assert sweep_backends([], [*cells(["numpyro"]), (probe, tmp_path)]) is None
+
+
+def _fork_server_environment(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment the fork server would start with (it is not started)."""
+    seen: dict[str, str] = {}
+    monkeypatch.setattr(pool.forkserver, "ensure_running", lambda: seen.update(os.environ))
+    pool._start_fork_server()
+    return seen
+
+
+def test_the_fork_server_imports_the_backends_of_the_sweep_that_starts_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pool, "_preload", None)
+    monkeypatch.delenv(pool.PRELOAD_VAR, raising=False)
+    assert pool.PRELOAD_VAR not in _fork_server_environment(monkeypatch)  # every backend
+    pool.preload_backends(("numpyro",))
+    assert _fork_server_environment(monkeypatch)[pool.PRELOAD_VAR] == "numpyro"
+    assert pool.PRELOAD_VAR not in os.environ  # only the fork server's
+    monkeypatch.setenv(pool.PRELOAD_VAR, "numpyro,pyro")  # the user's (the tests') choice wins
+    assert _fork_server_environment(monkeypatch)[pool.PRELOAD_VAR] == "numpyro,pyro"
+
+
+@pytest.mark.parametrize(("named", "torch_imported"), [("numpyro", False), (None, True)])
+def test_a_preloaded_worker_imports_only_the_named_backends(
+    named: str | None, torch_imported: bool
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != pool.PRELOAD_VAR}
+    if named is not None:
+        env[pool.PRELOAD_VAR] = named
+    code = (
+        "import sys\n"
+        "from ppl_bnn.bench.worker import preload\n"
+        "preload()\n"
+        "print('torch' in sys.modules, 'jax' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+        cwd=Path(__file__).resolve().parents[2], timeout=300,
+    )  # fmt: skip
+    assert out.stdout.split() == [str(torch_imported), "True"]
