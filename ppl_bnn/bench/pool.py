@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ppl_bnn.bench.environment import thread_environment
+from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)
@@ -139,11 +140,26 @@ def preload_backends(names: tuple[str, ...] | None) -> None:
     _preload = None if names is None else tuple(sorted(set(names)))
 
 
+def _check_preload_names(named: str | None) -> None:
+    """``ValueError`` where ``$PPL_BNN_PRELOAD_BACKENDS`` names no backend or an unknown one
+    (before the fork server would fail to import it)."""
+    if named is None:
+        return
+    known = backend_names()
+    unknown = [name for name in named.split(",") if name not in known]
+    if unknown:
+        raise ValueError(
+            f"${PRELOAD_VAR}={named!r} names {', '.join(map(repr, unknown))}, not a backend: "
+            f"give comma-separated names of {', '.join(known)}, or unset it to import every one"
+        )
+
+
 def _start_fork_server() -> None:
     """Start the fork server if it is not running, with the BLAS libraries' threads at one:
     they start their thread pools when they are loaded, and a forked worker inherits none of
     those threads (each worker sets its own budget), and the backends of
     :func:`preload_backends`. Called under ``_fork_server_lock``."""
+    _check_preload_names(os.environ.get(PRELOAD_VAR))
     saved = dict(os.environ)
     os.environ.update(thread_environment(1))
     if _preload is not None and PRELOAD_VAR not in saved:

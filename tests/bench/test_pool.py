@@ -192,6 +192,18 @@ def test_the_fork_server_imports_the_backends_of_the_sweep_that_starts_it(
     assert _fork_server_environment(monkeypatch)[pool.PRELOAD_VAR] == "numpyro,pyro"
 
 
+@pytest.mark.parametrize("named", ["numpyro,jaxx", "", "numpyro,"])
+def test_an_unknown_backend_to_preload_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, named: str
+) -> None:
+    monkeypatch.setenv(pool.PRELOAD_VAR, named)
+    started = []
+    monkeypatch.setattr(pool.forkserver, "ensure_running", lambda: started.append(True))
+    with pytest.raises(ValueError, match=r"PPL_BNN_PRELOAD_BACKENDS=.* not a backend: give"):
+        pool._start_fork_server()
+    assert not started
+
+
 @pytest.mark.parametrize(("named", "torch_imported"), [("numpyro", False), (None, True)])
 def test_a_preloaded_worker_imports_only_the_named_backends(
     named: str | None, torch_imported: bool
