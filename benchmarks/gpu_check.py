@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import sys
 import tempfile
@@ -77,8 +78,8 @@ QUICK = Sizes(
     lenet_epochs=1,
     mlp_epochs=1,
     plain_steps=3,
-    reference={"engine": "mclmc", "num_chains": 4, "num_warmup": 40, "num_samples": 20,
-               "thinning": 2, "timeout_s": 240},
+    reference={"engine": "mclmc", "num_chains": 8, "chains_per_batch": 8, "num_warmup": 400,
+               "num_samples": 20, "thinning": 2, "timeout_s": 240},
 )  # fmt: skip
 
 
@@ -176,21 +177,26 @@ def mlp_rows(data: Any, backend: str, sizes: Sizes) -> list[tuple[str, ...]]:
     ]
 
 
-def reference_rows(sizes: Sizes, device: str) -> list[tuple[str, ...]]:
-    """The digits reference through ``ppl-bnn reference``, in a cache of its own."""
-    import json
-
-    from ppl_bnn.cli import main
-
-    folder = Path(tempfile.mkdtemp(prefix="gpu-check-"))
-    table = "\n".join(f"{k} = {v}" for k, v in sizes.reference.items())
-    suite = folder / "gpu-check.toml"
-    suite.write_text(
+def reference_suite(sizes: Sizes) -> str:
+    """The suite file of the digits reference: the default suite's network, ``sizes``'s
+    ``[reference]`` table."""
+    # JSON's numbers, booleans and plain strings are TOML's too.
+    table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in sizes.reference.items())
+    return (
         'name = "gpu-check"\nbackends = ["numpyro"]\n'
         f"[reference]\n{table}\n"
         '[model]\nhidden = [50]\nactivation = "tanh"\n'
         '[[datasets]]\nname = "digits"\n[methods.map]\n'
     )
+
+
+def reference_rows(sizes: Sizes, device: str) -> list[tuple[str, ...]]:
+    """The digits reference through ``ppl-bnn reference``, in a cache of its own."""
+    from ppl_bnn.cli import main
+
+    folder = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    suite = folder / "gpu-check.toml"
+    suite.write_text(reference_suite(sizes))
     start = time.perf_counter()
     status = main(["reference", "--suite", str(suite), "--reference-dir", str(folder / "cache"),
                    "--jobs", "1", "--device", device])  # fmt: skip
@@ -201,6 +207,8 @@ def reference_rows(sizes: Sizes, device: str) -> list[tuple[str, ...]]:
     doc = documents[0]
     diag = doc["diagnostics"]
     verdict = {True: "passed", False: "no floor", None: doc["status"]}[doc["passed"]]
+    if doc["status"] != "ok":  # it broke down or failed: say how
+        return [("digits reference", "numpyro", "", f"no result ({doc['status']})", doc["note"])]
     settings = sizes.reference
     return [
         (
@@ -256,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {devices.current()}; " + ", ".join(f"{k} {v}" for k, v in found.items()))
     print_table(rows)
     print(f"{(time.perf_counter() - start) / 60:.1f} minutes in all")
-    return 0
+    failed = [f"{row[0]} ({row[1]})" for row in rows if row[3].startswith("no result")]
+    if failed:
+        print(f"no result: {', '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,29 @@
+"""``benchmarks/gpu_check.py``: the suite file its digits reference runs from is one the suite
+parser reads, with the check's settings, at both sizes (its ``--quick`` run is the CPU check of
+the script; the GPU run needs a lent device)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from ppl_bnn.bench.suite import load_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
+gpu_check = importlib.util.module_from_spec(_spec)
+sys.modules["gpu_check"] = gpu_check  # its dataclasses look their module up there
+_spec.loader.exec_module(gpu_check)
+
+
+@pytest.mark.parametrize("sizes", [gpu_check.FULL, gpu_check.QUICK], ids=["full", "quick"])
+def test_the_reference_suite_parses_with_the_checks_settings(tmp_path: Path, sizes) -> None:
+    path = tmp_path / "gpu-check.toml"
+    path.write_text(gpu_check.reference_suite(sizes))
+    suite = load_suite(path)
+    assert [d.name for d in suite.datasets] == ["digits"]
+    settings = suite.reference.as_dict()
+    assert {k: settings[k] for k in sizes.reference} == sizes.reference
