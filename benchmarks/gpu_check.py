@@ -10,8 +10,8 @@ Prints one table:
   minibatches of 128, up to 20 epochs, per backend: test accuracy;
 - **digits reference**: the chain-ensemble reference of the default suite's digits network
   (MCLMC chains from deep-ensemble starts, in batches of 16, at most 64 chains or 3 minutes),
-  within a time limit: the chains kept of those run, the floor (total variation between two
-  halves of the chains) and minutes.
+  within a time limit: the chains kept of those started (and why any was dropped), the floor
+  (total variation between two halves of the chains) and minutes.
 
 On a GPU machine, from the repository, with the packages the machine lacks brought as wheels::
 
@@ -201,26 +201,43 @@ def reference_rows(sizes: Sizes, device: str) -> list[tuple[str, ...]]:
     status = main(["reference", "--suite", str(suite), "--reference-dir", str(folder / "cache"),
                    "--jobs", "1", "--device", device])  # fmt: skip
     minutes = (time.perf_counter() - start) / 60
-    documents = [json.loads(p.read_text()) for p in (folder / "cache").rglob("reference.json")]
-    if not documents:
+    found = sorted((folder / "cache").rglob("reference.json"))
+    if not found:
         return [("digits reference", "numpyro", "", f"no result (exit {status})", "")]
-    doc = documents[0]
-    diag = doc["diagnostics"]
+    doc = json.loads(found[0].read_text())
     if doc["status"] != "ok":  # it broke down or failed: say how
         return [("digits reference", "numpyro", "", f"no result ({doc['status']})", doc["note"])]
-    verdict = "passed" if doc["passed"] else "no floor"
+    fit_info = json.loads((found[0].parent / "fit.json").read_text())["info"]
     settings = sizes.reference
     return [
         (
             "digits reference",
             "numpyro",
             f"{settings['engine']}, at most {settings['num_chains']} chains",
-            f"{verdict}: {_show(diag['chains_kept'], '.0f')} of "
-            f"{_show(diag['chains_run'], '.0f')} chains kept, floor TV "
-            f"{_show(diag['floor_tv'], '.4f')}",
+            reference_result(doc, fit_info),
             f"{minutes:.1f} min (limit {settings['timeout_s'] / 60:.0f})",
         )
     ]
+
+
+def reference_result(doc: dict[str, Any], fit_info: dict[str, Any]) -> str:
+    """The verdict, the chains kept of those started and the floor; a chain the engine dropped
+    before the gate (MCLMC: one whose tuning froze it, ``dropped_chains`` in each batch's
+    ``info``) counts as started, with its reason."""
+    diag = doc["diagnostics"]
+    verdict = "passed" if doc["passed"] else "no floor"
+    batches = fit_info.get("batches") or [fit_info]
+    dropped = [d["reason"] for batch in batches for d in batch.get("dropped_chains") or []]
+    run = diag["chains_run"]
+    started = None if run is None else run + len(dropped)
+    why = ""
+    if dropped:
+        reasons = "; ".join(sorted(set(dropped)))
+        why = f" ({len(dropped)} dropped before the gate: {reasons})"
+    return (
+        f"{verdict}: {_show(diag['chains_kept'], '.0f')} of {_show(started, '.0f')} chains "
+        f"kept{why}, floor TV {_show(diag['floor_tv'], '.4f')}"
+    )
 
 
 def _show(value: float | None, spec: str) -> str:

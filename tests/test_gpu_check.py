@@ -27,3 +27,22 @@ def test_the_reference_suite_parses_with_the_checks_settings(tmp_path: Path, siz
     assert [d.name for d in suite.datasets] == ["digits"]
     settings = suite.reference.as_dict()
     assert {k: settings[k] for k in sizes.reference} == sizes.reference
+
+
+def _reference(kept: int, run: int) -> dict:
+    return {
+        "passed": True,
+        "diagnostics": {"chains_kept": kept, "chains_run": run, "floor_tv": 0.05},
+    }
+
+
+def test_a_chain_dropped_before_the_gate_counts_as_started_with_its_reason() -> None:
+    frozen = {"chain": 1, "reason": "the tuned preconditioner has a variance that is zero"}
+    info = {"batches": [{"dropped_chains": [frozen]}, {"dropped_chains": []}]}
+    assert gpu_check.reference_result(_reference(7, 7), info) == (
+        "passed: 7 of 8 chains kept (1 dropped before the gate: the tuned preconditioner has a "
+        "variance that is zero), floor TV 0.0500"
+    )
+    assert gpu_check.reference_result(_reference(6, 8), {"dropped_chains": []}) == (
+        "passed: 6 of 8 chains kept, floor TV 0.0500"
+    )
