@@ -140,18 +140,24 @@ def preload_backends(names: tuple[str, ...] | None) -> None:
     _preload = None if names is None else tuple(sorted(set(names)))
 
 
-def _check_preload_names(named: str | None) -> None:
-    """``ValueError`` where ``$PPL_BNN_PRELOAD_BACKENDS`` names no backend or an unknown one
-    (before the fork server would fail to import it)."""
-    if named is None:
-        return
+def named_backends() -> tuple[str, ...]:
+    """The backends ``$PPL_BNN_PRELOAD_BACKENDS`` names (every backend where it is unset).
+
+    Raises:
+        ValueError: It names no backend or an unknown one (checked before the fork server
+            would fail to import it).
+    """
+    named = os.environ.get(PRELOAD_VAR)
     known = backend_names()
+    if named is None:
+        return known
     unknown = [name for name in named.split(",") if name not in known]
     if unknown:
         raise ValueError(
             f"${PRELOAD_VAR}={named!r} names {', '.join(map(repr, unknown))}, not a backend: "
             f"give comma-separated names of {', '.join(known)}, or unset it to import every one"
         )
+    return tuple(named.split(","))
 
 
 def _start_fork_server() -> None:
@@ -159,7 +165,7 @@ def _start_fork_server() -> None:
     they start their thread pools when they are loaded, and a forked worker inherits none of
     those threads (each worker sets its own budget), and the backends of
     :func:`preload_backends`. Called under ``_fork_server_lock``."""
-    _check_preload_names(os.environ.get(PRELOAD_VAR))
+    named_backends()  # refused here, by name, rather than in the fork server's imports
     saved = dict(os.environ)
     os.environ.update(thread_environment(1))
     if _preload is not None and PRELOAD_VAR not in saved:

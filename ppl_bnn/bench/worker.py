@@ -34,13 +34,13 @@ from ppl_bnn.bench.cell import Cell, Probe, base_record, cell_from_dict, model_a
 from ppl_bnn.bench.environment import timestamp
 from ppl_bnn.bench.evaluate import evaluate, predictions_dataset
 from ppl_bnn.bench.fit_store import use_store
-from ppl_bnn.bench.pool import PRELOAD_VAR
+from ppl_bnn.bench.pool import named_backends
 from ppl_bnn.bench.probes import run_probe
 from ppl_bnn.bench.record import IDATA_FILE, PREDICTIONS_FILE, write_record
 from ppl_bnn.bench.tuning import reports_divergence, tune
 from ppl_bnn.data import load_dataset
 from ppl_bnn.engine.contracts import Compilations
-from ppl_bnn.engine.registry import backend_names, get_backend
+from ppl_bnn.engine.registry import get_backend
 from ppl_bnn.files import import_arviz, write_atomic
 from ppl_bnn.fit import fit
 from ppl_bnn.methods import get_method
@@ -289,8 +289,7 @@ def preload() -> None:
     import h5netcdf  # noqa: F401
     import sklearn.datasets  # noqa: F401
 
-    named = os.environ.get(PRELOAD_VAR)
-    for backend in backend_names() if named is None else named.split(","):
+    for backend in named_backends():
         get_backend(backend)
     import_arviz()
 
