@@ -18,6 +18,23 @@ from ppl_bnn.engine.registry import backend_names, declaration, get_module
 
 logger = logging.getLogger(__name__)
 
+#: How hard XLA's CPU compiler optimises the programs JAX compiles
+#: (:func:`configure_runtime`'s ``xla_optimisation``): ``"full"``, XLA's defaults; ``"low"``,
+#: LLVM at its level 1 and XLA's older CPU emitters, which compile faster and run slower
+#: (``python benchmarks/sweep_flags.py`` measures both); the last bits of what a program
+#: computes may differ between them.
+XLA_OPTIMISATION = ("full", "low")
+#: The ``$XLA_FLAGS`` of each level: ``"full"`` adds none.
+XLA_OPTIMISATION_FLAGS: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "low": ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false"),
+}
+#: The names of the flags the levels set (a level replaces the values ``$XLA_FLAGS`` gave them).
+XLA_OPTIMISATION_FLAG_NAMES = (
+    "--xla_backend_optimization_level=",
+    "--xla_cpu_use_fusion_emitters=",
+)
+
 
 def configure_runtime(
     *,
@@ -25,9 +42,10 @@ def configure_runtime(
     torch_threads: int | None = None,
     jax_cache: str | os.PathLike[str] | bool | None = None,
     device: str | None = None,
+    xla_optimisation: str | None = None,
 ) -> None:
-    """Set JAX's CPU device count (for parallel NumPyro chains), torch's intra-op threads and the
-    directory of JAX's persistent compilation cache.
+    """Set JAX's CPU device count (for parallel NumPyro chains), torch's intra-op threads, the
+    directory of JAX's persistent compilation cache and how hard XLA optimises on the CPU.
 
     Args:
         host_devices: Number of XLA CPU devices; must be set before JAX is first used.
@@ -47,18 +65,30 @@ def configure_runtime(
             passed on to the processes this one starts (benchmark and ``compare`` workers)
             through ``$PPL_BNN_DEVICE``. Draws, metrics and saved results are numpy arrays on
             the host either way.
+        xla_optimisation: One of :data:`XLA_OPTIMISATION`: ``"low"`` for small networks, whose
+            fits spend most of their time compiling; ``"full"`` (XLA's defaults) for fits that
+            run long; ``None`` leaves it as it is. It sets ``$XLA_FLAGS``, which the processes
+            this one starts inherit, and must be given before JAX first runs a program.
 
     Raises:
-        ValueError: An unknown ``device``, or ``host_devices`` / ``torch_threads`` below 1.
+        ValueError: An unknown ``device`` or ``xla_optimisation``, or ``host_devices`` /
+            ``torch_threads`` below 1.
         DeviceError: ``device="cuda"`` where torch or JAX has no CUDA device.
+        RuntimeError: ``xla_optimisation`` after JAX started its backend.
     """
     for name, value in (("host_devices", host_devices), ("torch_threads", torch_threads)):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+    if xla_optimisation is not None and xla_optimisation not in XLA_OPTIMISATION:
+        raise ValueError(
+            f"xla_optimisation must be one of {', '.join(map(repr, XLA_OPTIMISATION))}, "
+            f"got {xla_optimisation!r}"
+        )
     settings = {
         "host_devices": host_devices,
         "torch_threads": torch_threads,
         "jax_cache": jax_cache,
+        "xla_optimisation": xla_optimisation,
     }
     for backend in backend_names():  # each applies what its framework reads
         if "runtime" in declaration(backend).modules:
@@ -66,11 +96,12 @@ def configure_runtime(
     if device is not None:
         _use_device(devices.check_device(device))
     logger.debug(
-        "runtime: host_devices=%s torch_threads=%s jax_cache=%s device=%s",
+        "runtime: host_devices=%s torch_threads=%s jax_cache=%s device=%s xla_optimisation=%s",
         host_devices,
         torch_threads,
         jax_cache,
         devices.current(),
+        xla_optimisation,
     )
 
 
@@ -106,6 +137,14 @@ def _use_device(device: str) -> None:
     for backend in backend_names():
         get_module(backend, "device").use(resolved)
     devices.set_current(resolved)
+
+
+def xla_optimisation_flags() -> tuple[str, ...]:
+    """The flags of ``$XLA_FLAGS`` that set how hard XLA optimises (whatever set them: a level,
+    or the variable given by hand), sorted: they may change the last bits of what a compiled
+    program computes, so what keeps computed results apart keys on them."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    return tuple(sorted(f for f in flags if f.startswith(XLA_OPTIMISATION_FLAG_NAMES)))
 
 
 def cpu_count() -> int:

@@ -69,6 +69,11 @@ class Cell(_Runnable):
             (:meth:`ppl_bnn.reference.ReferenceSettings.as_dict`, its timeout aside), or None:
             the cell samples a chain ensemble (:func:`ppl_bnn.reference.sample.sample_reference`)
             with ``method`` as its engine, not one fit. In the config only when set.
+        xla_optimisation: How hard XLA optimises the cell's programs
+            (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`), set by its suite for a backend whose
+            programs XLA compiles; None: as the worker's process has it (XLA's defaults,
+            unless ``$XLA_FLAGS`` says otherwise). The cell runs on a worker started with it.
+            In the config only when set: it may change the last bits of what the fit computes.
     """
 
     suite: str
@@ -87,6 +92,7 @@ class Cell(_Runnable):
     sweep: str | None = None
     tune: dict[str, Any] | None = None
     reference: dict[str, Any] | None = None
+    xla_optimisation: str | None = None
 
     @property
     def cell_id(self) -> str:
@@ -120,7 +126,7 @@ class Cell(_Runnable):
         if "file" in out["data"]:
             file = out["data"]["file"]
             out["data"]["file"] = {k: v for k, v in file.items() if k not in FILE_PLACES}
-        for key in ("variant", "sweep", "tune", "reference"):
+        for key in ("variant", "sweep", "tune", "reference", "xla_optimisation"):
             if out[key] is None:
                 out.pop(key)
         return out

@@ -11,7 +11,7 @@ run whose key is in the store is read from it, any other is run and written to i
 
 The key is the SHA-256 of everything that determines the run: the method, the backend, the
 model spec, the bytes of the training data, the method's options, the seed, the program's
-variant (MC dropout's masks), the library
+variant (MC dropout's masks), the XLA flags that set how hard programs are optimised, the library
 versions, the fitting code (:func:`fitting_code_key`: a run of an edited method is not read
 back for the new one) and :data:`FORMAT`. A run read from the store keeps the timings of the
 run that produced it, and the fit that read it adds that run's wall time to its own
@@ -52,6 +52,7 @@ from ppl_bnn.keys import content_key, source_key
 from ppl_bnn.methods import shared
 from ppl_bnn.methods.output import RunOutput
 from ppl_bnn.methods.shared import RunFunction
+from ppl_bnn.runtime import xla_optimisation_flags
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
 
@@ -91,11 +92,14 @@ def fitting_code_key() -> str:
 def run_key(method: str, target: Any, options: Any, seed: int) -> str:
     """The store's key of ``method``'s run on ``target`` with ``options`` and ``seed``; the
     target's ``variant`` (``mcdropout``'s training-time dropout) is part of it, so that a run of
-    the model with masks is never read for one without, nor for other masks."""
+    the model with masks is never read for one without, nor for other masks; so are the XLA
+    flags that set how hard the process's programs are optimised
+    (:func:`~ppl_bnn.runtime.xla_optimisation_flags`): a run compiled at one level is never read
+    for another (a suite's cells and its references may differ in it)."""
     model = target.model
     return content_key(
         FORMAT, method, target.backend, model.spec, model.x, model.y, options, seed,
-        target.variant, library_versions(), fitting_code_key(),
+        target.variant, library_versions(), fitting_code_key(), xla_optimisation_flags(),
     )  # fmt: skip
 
 

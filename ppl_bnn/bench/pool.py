@@ -49,7 +49,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing import forkserver, reduction
 from pathlib import Path
 from typing import Any
@@ -95,16 +95,21 @@ class Profile:
         threads: Threads for XLA, BLAS and torch.
         host_devices: XLA CPU devices, or None for a cell that does not care (Pyro's): it runs
             on an idle worker of any device count.
+        xla_optimisation: How hard XLA optimises the worker's programs
+            (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`), or None: as the runner's process has
+            it. A cell runs only on a worker of its own.
     """
 
     threads: int
     host_devices: int | None = None
+    xla_optimisation: str | None = None
 
     def admits(self, worker: Profile) -> bool:
         """Whether a cell with this profile may run on a worker started with ``worker``."""
-        return self.threads == worker.threads and self.host_devices in (
-            None,
-            worker.host_devices,
+        return (
+            self.threads == worker.threads
+            and self.host_devices in (None, worker.host_devices)
+            and self.xla_optimisation == worker.xla_optimisation
         )
 
 
@@ -242,6 +247,7 @@ class WarmWorker:
                 profile.threads,
                 profile.host_devices or 1,
                 os.getpid(),
+                profile.xla_optimisation,
             ),
         )
         try:
@@ -474,7 +480,7 @@ def acquire(profile: Profile) -> WarmWorker:
             worker.thread, worker.start_seconds = thread, 0.0
             return worker
     if profile.host_devices is None:
-        profile = Profile(profile.threads, 1)
+        profile = replace(profile, host_devices=1)
     return WarmWorker(profile)
 
 

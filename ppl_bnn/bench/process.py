@@ -123,16 +123,16 @@ def cell_profile(cell: Cell | Probe, threads: int) -> Profile:
     SG-MCMC, a reference's chains) gets one device: XLA splits its thread pool between host
     devices, and 16 of them made a batch of 16 vectorised MCLMC chains on bostonHousing 2.2
     times slower on two cores. Other backends' cells run on any worker of their thread
-    budget."""
+    budget. A cell's ``xla_optimisation`` joins its profile."""
     if isinstance(cell, Probe):
         return Profile(threads, cell.host_devices(threads))
     if not declaration(cell.backend).parallel_chains:
-        return Profile(threads)
+        return Profile(threads, xla_optimisation=cell.xla_optimisation)
     fields = {f.name for f in dataclasses.fields(get_method(cell.method, cell.backend).options)}
     chain_method = cell.options.get("chain_method", "auto")
     if "chain_method" not in fields or chain_method not in PARALLEL_CHAIN_METHODS:
-        return Profile(threads, 1)
-    return Profile(threads, max(1, int(cell.options.get("num_chains", 1))))
+        return Profile(threads, 1, cell.xla_optimisation)
+    return Profile(threads, max(1, int(cell.options.get("num_chains", 1))), cell.xla_optimisation)
 
 
 def run_cell_process(

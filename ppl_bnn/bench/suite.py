@@ -10,6 +10,8 @@ posteriors are sampled::
                                          # them, up to 10 (ppl_bnn.bench.auto_seeds)
     backends = ["numpyro", "pyro"]
     timeout_s = 600
+    xla_optimisation = "low"             # optional: "full" or "low" for the cells of backends
+                                         # whose programs XLA compiles (below)
 
     [reference]                          # optional: a reference posterior per (dataset,
     engine = "mclmc"                     # split), a chain ensemble cached by content (see
@@ -65,6 +67,14 @@ Options merge in the order: method, method.backend, dataset's method, dataset's 
 A cell's timeout is not part of its config hash (:meth:`ppl_bnn.bench.cell.Cell.config`), so
 changing the suite's or a dataset's ``timeout_s`` keeps the results stored under the old one; it
 applies to the cells that run next (``--rerun-failed`` reruns the ones that timed out).
+
+``xla_optimisation`` (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`) sets how hard XLA optimises the
+programs of the cells of every backend whose programs it compiles (NumPyro's): ``"low"`` suits
+suites of small networks, whose fits spend most of their time compiling. Each such cell runs on a
+worker started with it, and it joins the cell's config (it may change the last bits of what a
+fit computes). Left out, the cells keep the flags of the process that runs the sweep (XLA's
+defaults, unless ``$XLA_FLAGS`` gives others); so do the reference jobs whatever the suite says:
+how many chains a reference draws within its time limit is not traded for compile time.
 
 A dataset's ``model`` may give the network layer by layer instead of the MLP shorthand:
 ``layers = [{ kind = "conv2d", out_channels = 6, kernel_size = 5, padding = "same",
@@ -151,12 +161,13 @@ from ppl_bnn.bench.tuning import (
     check_tuned_cell,
 )
 from ppl_bnn.data import DatasetNotFoundError, num_splits
-from ppl_bnn.engine.registry import backend_names
+from ppl_bnn.engine.registry import backend_names, declaration
 from ppl_bnn.methods import get_method
 from ppl_bnn.model.priors import HierarchicalPrior
 from ppl_bnn.reference import REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.report.equivalence import Margins
+from ppl_bnn.runtime import XLA_OPTIMISATION
 
 __all__ = [
     "SUITES_DIR",
@@ -182,7 +193,7 @@ AUTO_CAP = 10
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 _SUITE_KEYS = {
     "name", "description", "seeds", "backends", "timeout_s", "reference", "margins", "model",
-    "datasets", "methods",
+    "datasets", "methods", "xla_optimisation",
 }  # fmt: skip
 
 
@@ -217,6 +228,7 @@ class Suite:
     kind: str = "fit"
     margins: Margins = field(default_factory=Margins)
     auto_seeds: int | None = None
+    xla_optimisation: str | None = None
 
     @property
     def all_seeds(self) -> tuple[int, ...]:
@@ -405,6 +417,7 @@ class Suite:
                 budget_note=note,
                 variant=entry.variant,
                 sweep=None if swept is None else swept[0],
+                xla_optimisation=self.xla_optimisation if declaration(backend).xla else None,
             )
             for seed in seeds
         ]
@@ -504,6 +517,7 @@ def parse_suite(
         reference=parse_reference(where, raw.get("reference")),
         margins=parse_margins(where, raw.get("margins")),
         auto_seeds=AUTO_CAP if auto else None,
+        xla_optimisation=_xla_optimisation(where, raw),
     )
     # Every option name and value must be accepted by its method on every backend it is given
     # for: the suite's backends and any other a [methods.<name>.<backend>] table names.
@@ -528,6 +542,16 @@ def parse_suite(
                         )
                         check_tuned_cell(what, cell, regression=regression)
     return suite
+
+
+def _xla_optimisation(where: str, raw: Mapping[str, Any]) -> str | None:
+    """The suite's ``xla_optimisation``, one of :data:`ppl_bnn.runtime.XLA_OPTIMISATION`, or
+    None where it gives none."""
+    level = raw.get("xla_optimisation")
+    if level is not None and level not in XLA_OPTIMISATION:
+        levels = ", ".join(map(repr, XLA_OPTIMISATION))
+        raise SuiteError(f"{where}: xla_optimisation must be one of {levels}, got {level!r}")
+    return level
 
 
 def _check_prior(where: str, cell: Cell) -> None:

@@ -99,7 +99,10 @@ def run(
     :func:`logged_warnings` fills, kept in the record as ``warnings``; ``attempt``: the run's
     count, see :func:`ppl_bnn.bench.record.next_attempt`)."""
     record = base_record(cell, attempt)
-    record.update(threads=threads, jax_cache=jax_cache, worker=worker or {})
+    # The flags XLA compiled the cell's programs with: the worker's environment and its
+    # xla_optimisation (see Cell.xla_optimisation).
+    xla_flags = os.environ.get("XLA_FLAGS", "")
+    record.update(threads=threads, jax_cache=jax_cache, worker=worker or {}, xla_flags=xla_flags)
     start = now()
     compilations = None
     fitting = 0.0  # seconds inside fit, the tuning grid's fits included
@@ -326,13 +329,14 @@ def main(
     threads: int,
     host_devices: int,
     parent_pid: int,
+    xla_optimisation: str | None = None,
     run_task: Callable[[dict[str, Any], int], dict[str, Any]] = run_task,
 ) -> None:
     """The worker, forked by the pool's fork server: a session of its own (a timeout kills it
     with everything it started), stdout to nowhere and stderr to ``stderr_fd``, the runner's
-    ``environment`` with its thread budget; then it runs the tasks read as JSON lines from
-    ``tasks_fd`` until that closes, answering each on ``reply_fd``. ``run_task`` runs one
-    (tests inject faults through it)."""
+    ``environment`` with its thread budget and ``xla_optimisation`` (None: the environment's
+    flags); then it runs the tasks read as JSON lines from ``tasks_fd`` until that closes,
+    answering each on ``reply_fd``. ``run_task`` runs one (tests inject faults through it)."""
     os.setsid()
     os.dup2(stderr_fd, 2)
     os.close(stderr_fd)
@@ -350,6 +354,7 @@ def main(
         torch_threads=threads,
         jax_cache=False,
         device=os.environ.get(devices.ENV_VAR),
+        xla_optimisation=xla_optimisation,
     )
     threadpoolctl.threadpool_limits(threads)  # loaded at one thread by the fork server
     preload()

@@ -62,6 +62,8 @@ class BackendDeclaration:
             :func:`get_module`; ``ops`` is always there and not listed.
         parallel_chains: A sampler's chains run in parallel, one per host device of the worker
             (a benchmark gives such a cell as many devices as chains).
+        xla: XLA compiles its programs, so a suite's ``xla_optimisation`` applies to its cells
+            (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`).
         packages: The distributions (as pip names them) it runs on, whose versions every
             result records (:func:`ppl_bnn.versions.library_versions`).
         own_options: The options it alone reads; ``fit`` refuses them on any other backend.
@@ -75,6 +77,7 @@ class BackendDeclaration:
     title: str = ""
     modules: tuple[str, ...] = ()
     parallel_chains: bool = False
+    xla: bool = False
     packages: tuple[str, ...] = ()
     own_options: tuple[OwnOption, ...] = ()
     check_options: Callable[[Any], None] | None = None

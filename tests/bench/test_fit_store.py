@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,19 @@ def test_a_run_of_other_fitting_code_is_not_read(
         edited = fit(model, "map", seed=0, **MAP_OPTIONS)
     assert "shared_fits" not in edited.info
     assert len(list(store.iterdir())) == 2
+
+
+def test_a_run_compiled_at_another_xla_optimisation_is_not_read(
+    tmp_path: Path, model: BNN, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key holds the flags that set XLA's level (whatever the rest of ``$XLA_FLAGS``): a
+    reference's runs at XLA's defaults never read a cell's at ``"low"`` in the same sweep."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    before = _map_key(model)
+    monkeypatch.setenv("XLA_FLAGS", f"{flags} --xla_force_host_platform_device_count=3")
+    assert _map_key(model) == before  # the device count is not part of it
+    monkeypatch.setenv("XLA_FLAGS", f"{flags} --xla_backend_optimization_level=2")
+    assert _map_key(model) != before
 
 
 def _map_key(model: BNN, backend: str = "numpyro", seed: int = 0) -> str:

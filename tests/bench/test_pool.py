@@ -75,6 +75,32 @@ def test_a_warm_worker_gives_the_result_of_a_new_one(
     }
 
 
+def test_a_suites_xla_optimisation_compiles_its_cells_on_a_worker_of_their_own(
+    tmp_path: Path, jax_cache: str, new_pool: None
+) -> None:
+    """A cell of the suite's level runs on a worker started with it, and its record names the
+    flags XLA compiled it with; the same cell of a suite without a level runs on another
+    worker, with the process's flags."""
+    from ppl_bnn.runtime import XLA_OPTIMISATION_FLAGS
+
+    results = tmp_path / "results"
+    suite = tiny_suite(xla_optimisation="low")
+    assert run_suite(suite, results, jobs=1, jax_cache=jax_cache).ok
+    record = _by_id(results)["sine-split0-svi-numpyro-seed0"]
+    assert record["config"]["xla_optimisation"] == "low"
+    flags = record["xla_flags"].split()
+    assert set(XLA_OPTIMISATION_FLAGS["low"]) <= set(flags)
+    assert "--xla_backend_optimization_level=0" not in flags  # the tests' own level, replaced
+    plain = tmp_path / "plain"
+    assert run_suite(tiny_suite(), plain, jobs=1, jax_cache=jax_cache).ok
+    other = _by_id(plain)["sine-split0-svi-numpyro-seed0"]
+    assert other["worker"]["pid"] != record["worker"]["pid"]
+    assert "xla_optimisation" not in other["config"]
+    other_flags = other["xla_flags"].split()  # the process's own: the tests' level
+    assert "--xla_backend_optimization_level=0" in other_flags
+    assert "--xla_backend_optimization_level=1" not in other_flags
+
+
 def test_a_worker_is_retired_after_its_task_limit_or_memory_ceiling(
     tmp_path: Path, jax_cache: str, new_pool: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

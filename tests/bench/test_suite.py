@@ -156,10 +156,14 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         {"model": {"hidden": [3]}},
         {"data": {"max_train": 10}},
         {"stored_draws": 1000},
+        {"xla_optimisation": "low"},
+        {"xla_optimisation": "full"},
     ):
         other = Cell(**{**cell.to_dict(), **change})
         assert other.config_hash() != cell.config_hash(), change
     assert Cell.from_dict(cell.to_dict()) == cell
+    # Unset, it is not in the config, so the hashes of results stored before it existed hold.
+    assert "xla_optimisation" not in cell.config()
 
 
 @pytest.mark.parametrize(
@@ -264,6 +268,8 @@ def test_config_hash_tracks_what_determines_the_result() -> None:
         ({"margins": {"test_ll_nats": "0.1"}}, r"\[margins\]: test_ll_nats must be a number"),
         ({"margins": {"nats": 0.1}}, r"\[margins\]: unknown margin\(s\) nats"),
         ({"margins": 1.25}, r"\[margins\]: must be a table"),
+        ({"xla_optimisation": "fast"}, "xla_optimisation must be one of 'full', 'low', got 'fast'"),
+        ({"xla_optimisation": 1}, "xla_optimisation must be one of 'full', 'low', got 1$"),
     ],
 )
 def test_bad_suites(changes: dict, match: str) -> None:

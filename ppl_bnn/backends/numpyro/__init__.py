@@ -14,5 +14,6 @@ BACKEND = BackendDeclaration(
     modules=("linearised", "jacobian", "device", "runtime", "perf"),
     packages=("numpyro", "blackjax", "jax", "jaxlib"),
     parallel_chains=True,
+    xla=True,
     own_options=(OwnOption("init"), OwnOption("chain_method")),
 )
