@@ -3,9 +3,10 @@
 ``benchmarks/results/<suite>/`` holds what a run of a suite leaves behind that its published
 figures need, no netCDF: ``results.csv`` (one row per cell), ``summary.json`` (the Summary's
 verdict per dataset), the suite file as it ran and ``run.json`` (versions, machine, commit,
-date, wall time). ``--store`` copies them from a results folder; ``--write`` puts the table into
-the README between its ``<!-- headline:<suite> -->`` and ``<!-- /headline -->`` lines, and
-``tests/test_headline.py`` fails when the two differ::
+date, wall time, and the programs the cells compiled and loaded from JAX's compilation cache,
+on which the wall time depends). ``--store`` copies them from a results folder; ``--write`` puts
+the table into the README between its ``<!-- headline:<suite> -->`` and ``<!-- /headline -->``
+lines, and ``tests/test_headline.py`` fails when the two differ::
 
     nox -s bench
     python benchmarks/headline.py --store reports/default --command "nox -s bench"
@@ -61,6 +62,28 @@ def _wall(run: dict[str, Any]) -> str:
     return f"{minutes:.1f} minutes" + (f" in {len(runs)} runs" if len(runs) > 1 else "")
 
 
+def compilation(results_dir: Path) -> dict[str, int]:
+    """The programs XLA compiled and those loaded from JAX's persistent compilation cache,
+    summed over a results folder's cell records (their ``compilation``): how warm the cache was
+    when the run started, which its wall time depends on."""
+    totals = {"xla_compiles": 0, "jax_cache_hits": 0}
+    for path in results_dir.glob("cells/*/record.json"):
+        found = json.loads(path.read_text()).get("compilation") or {}
+        for key in totals:
+            totals[key] += int(found.get(key) or 0)
+    return totals
+
+
+def _cache(run: dict[str, Any]) -> str:
+    """``", M of N programs loaded from JAX's compilation cache"``, or nothing where the run's
+    records do not say (stored before they were counted)."""
+    found = run.get("compilation")
+    if not found:
+        return ""
+    loaded = found["jax_cache_hits"]
+    return f", {loaded} of {loaded + found['xla_compiles']} programs loaded from JAX's cache"
+
+
 def headline(suite: str) -> str:
     """The Markdown table of ``benchmarks/results/<suite>/summary.json`` and its run: per
     dataset what to trust (with its convergence flag), the cheapest contestant shown as good as
@@ -102,7 +125,7 @@ def headline(suite: str) -> str:
         "",
         f"The `{suite}` suite at {run['environment']['git_commit'][:7]} "
         f"({run['environment']['date'][:10]}; {run['cells']} cells in "
-        f"{_wall(run)} on {run['environment']['machine']['cores']} cores; "
+        f"{_wall(run)} on {run['environment']['machine']['cores']} cores{_cache(run)}; "
         f"numpyro {versions['numpyro']}, pyro-ppl {versions['pyro-ppl']}), from "
         f"`benchmarks/results/{suite}/`. In words:",
         "",
@@ -201,6 +224,30 @@ def metrics(suite: str) -> str:
     return "\n".join(blocks).rstrip()
 
 
+def reference_settings(reference: dict[str, Any]) -> str:
+    """How the run's references were sampled, from its ``run.json``'s ``reference``
+    (:class:`ppl_bnn.reference.ReferenceSettings`): a chain ensemble of the engine's chains in
+    batches, until its floor, its most chains or its time budget."""
+    steps = f"{reference['num_warmup']} warm-up steps + {reference['num_samples']} draws"
+    extras = [
+        text
+        for key, text in (
+            ("thinning", "a draw kept every {} steps"),
+            ("max_tree_depth", "tree depth <= {}"),
+            ("target_accept", "target acceptance {}"),
+        )
+        if reference.get(key) is not None
+        for text in [text.format(reference[key])]
+    ]
+    chain = f"{steps}{' (' + ', '.join(extras) + ')' if extras else ''}"
+    batch = reference.get("chains_per_batch") or reference["num_chains"]
+    return (
+        f"{reference['engine'].upper()} chain ensemble from deep-ensemble starts: batches of "
+        f"{batch} chains of {chain}, until its floor is {reference['target_floor']:g}, "
+        f"{reference['num_chains']} chains have run or {reference['max_seconds']:g} s are spent"
+    )
+
+
 def run_table(suite: str) -> str:
     """The run behind the records: commit, date, cells, wall time, machine and versions."""
     run = json.loads((RESULTS / suite / "run.json").read_text())
@@ -217,19 +264,13 @@ def run_table(suite: str) -> str:
         ("commit", env["git_commit"][:7]),
         ("finished", env["date"][:16].replace("T", " ") + " UTC"),
         ("cells", str(run["cells"])),
-        ("wall time", _wall(run)),
+        ("wall time", _wall(run) + _cache(run)),
         ("machine", f"{env['machine']['cores']} cores, {env['machine']['processor']}"),
         *((name, version) for name, version in env["versions"].items()),
     ]
     reference = run.get("reference")
     if reference:
-        rows.append(
-            (
-                "reference posterior",
-                f"NUTS, {reference['num_chains']} chains of {reference['num_warmup']} + "
-                f"{reference['num_samples']} draws, tree depth <= {reference['max_tree_depth']}",
-            )
-        )
+        rows.append(("reference posterior", reference_settings(reference)))
     return "\n".join(["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 
 
@@ -333,6 +374,7 @@ def store(results_dir: Path, command: str) -> Path:
         "cells": len(suite_json["cells"]),
         "wall_s": runs[-1].get("wall_s"),
         "runs": runs,
+        "compilation": compilation(results_dir),
     }
     (folder / "run.json").write_text(json.dumps(run, indent=1) + "\n")
     return folder

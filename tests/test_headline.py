@@ -92,6 +92,29 @@ def test_a_changed_run_changes_the_run_table(copied: Path) -> None:
     assert headline.run_table("default") != before
 
 
+@pytest.mark.parametrize("suite", SUITES)
+def test_the_run_table_describes_the_reference_its_suite_sampled(suite: str) -> None:
+    """The engine and budget of the chain ensemble as the run's settings give them, and no
+    setting its engine does not read."""
+    reference = json.loads((headline.RESULTS / suite / "run.json").read_text())["reference"]
+    (row,) = [r for r in headline.run_table(suite).splitlines() if "reference posterior" in r]
+    assert f"{reference['engine'].upper()} chain ensemble" in row
+    assert f"{reference['num_chains']} chains have run" in row and "None" not in row
+
+
+def test_the_reference_row_names_only_the_settings_an_engine_reads() -> None:
+    nuts = {
+        "engine": "nuts", "num_chains": 8, "chains_per_batch": None, "target_floor": 0.02,
+        "max_seconds": 300.0, "num_warmup": 500, "num_samples": 400, "thinning": None,
+        "max_tree_depth": 8, "target_accept": 0.9,
+    }  # fmt: skip
+    assert headline.reference_settings(nuts) == (
+        "NUTS chain ensemble from deep-ensemble starts: batches of 8 chains of 500 warm-up "
+        "steps + 400 draws (tree depth <= 8, target acceptance 0.9), until its floor is 0.02, "
+        "8 chains have run or 300 s are spent"
+    )
+
+
 def test_storing_a_run_needs_its_command(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         headline.main(["--store", str(tmp_path)])
@@ -143,3 +166,36 @@ def test_the_auto_seeds_measurement_renders_and_names_its_run() -> None:
     text = auto_seeds.markdown(found)
     assert "| round | seeds |" in text and "| dataset | at three seeds |" in text
     assert all(f"| {dataset} |" in text for dataset in found["grades"])
+
+
+def test_a_stored_run_says_how_warm_jaxs_cache_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--store`` sums the cells' ``compilation`` into ``run.json``; the headline and the run
+    table say how many programs were loaded from the cache, which the wall time depends on."""
+    results = tmp_path / "reports" / "default"
+    shutil.copytree(headline.RESULTS / "default", results)
+    suite_run = json.loads((results / "run.json").read_text())
+    suite_json = {
+        "name": "default",
+        "environment": suite_run["environment"],
+        "cells": ["c"] * suite_run["cells"],
+        "runs": suite_run["runs"],
+    }
+    (results / "suite.json").write_text(json.dumps(suite_json))
+    for i, counts in enumerate([(17, 7), (0, 3), (5, 0)]):
+        cell = results / "cells" / f"cell{i}"
+        cell.mkdir(parents=True)
+        compiled, loaded = counts
+        record = {"compilation": {"xla_compiles": compiled, "jax_cache_hits": loaded}}
+        (cell / "record.json").write_text(json.dumps(record))
+    (results / "cells" / "no-count").mkdir()  # a record without counts (a Pyro cell's)
+    (results / "cells" / "no-count" / "record.json").write_text("{}")
+    monkeypatch.setattr(headline, "RESULTS", tmp_path / "kept")
+    folder = headline.store(results, "nox -s bench")
+    assert json.loads((folder / "run.json").read_text())["compilation"] == {
+        "xla_compiles": 22,
+        "jax_cache_hits": 10,
+    }
+    assert ", 10 of 32 programs loaded from JAX's cache;" in headline.headline("default")
+    assert "10 of 32 programs loaded" in headline.run_table("default")

@@ -20,6 +20,7 @@ from ppl_bnn.bench.reference_jobs import PendingReference
 from ppl_bnn.bench.runner import run_suite, sweep_backends
 from ppl_bnn.engine.registry import backend_names
 from ppl_bnn.reference import REFERENCE_BACKEND
+from ppl_bnn.runtime import XLA_OPTIMISATION_FLAGS
 from tests.bench.conftest import tiny_suite
 from tests.bench.faulty_worker import FAULTS_VAR
 
@@ -81,8 +82,6 @@ def test_a_suites_xla_optimisation_compiles_its_cells_on_a_worker_of_their_own(
     """A cell of the suite's level runs on a worker started with it, and its record names the
     flags XLA compiled it with; the same cell of a suite without a level runs on another
     worker, with the process's flags."""
-    from ppl_bnn.runtime import XLA_OPTIMISATION_FLAGS
-
     results = tmp_path / "results"
     suite = tiny_suite(xla_optimisation="low")
     assert run_suite(suite, results, jobs=1, jax_cache=jax_cache).ok
