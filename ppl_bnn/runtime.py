@@ -15,25 +15,9 @@ import os
 
 from ppl_bnn import devices
 from ppl_bnn.engine.registry import backend_names, declaration, get_module
+from ppl_bnn.engine.xla import XLA_OPTIMISATION
 
 logger = logging.getLogger(__name__)
-
-#: How hard XLA's CPU compiler optimises the programs JAX compiles
-#: (:func:`configure_runtime`'s ``xla_optimisation``): ``"full"``, XLA's defaults; ``"low"``,
-#: LLVM at its level 1 and XLA's older CPU emitters, which compile faster and run slower
-#: (``python benchmarks/sweep_flags.py`` measures both); the last bits of what a program
-#: computes may differ between them.
-XLA_OPTIMISATION = ("full", "low")
-#: The ``$XLA_FLAGS`` of each level: ``"full"`` adds none.
-XLA_OPTIMISATION_FLAGS: dict[str, tuple[str, ...]] = {
-    "full": (),
-    "low": ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false"),
-}
-#: The names of the flags the levels set (a level replaces the values ``$XLA_FLAGS`` gave them).
-XLA_OPTIMISATION_FLAG_NAMES = (
-    "--xla_backend_optimization_level=",
-    "--xla_cpu_use_fusion_emitters=",
-)
 
 
 def configure_runtime(
@@ -65,10 +49,11 @@ def configure_runtime(
             passed on to the processes this one starts (benchmark and ``compare`` workers)
             through ``$PPL_BNN_DEVICE``. Draws, metrics and saved results are numpy arrays on
             the host either way.
-        xla_optimisation: One of :data:`XLA_OPTIMISATION`: ``"low"`` for small networks, whose
-            fits spend most of their time compiling; ``"full"`` (XLA's defaults) for fits that
-            run long; ``None`` leaves it as it is. It sets ``$XLA_FLAGS``, which the processes
-            this one starts inherit, and must be given before JAX first runs a program.
+        xla_optimisation: One of :data:`~ppl_bnn.engine.xla.XLA_OPTIMISATION`: ``"low"`` for
+            small networks, whose fits spend most of their time compiling; ``"full"`` (XLA's
+            defaults) for fits that run long; ``None`` leaves it as it is. It sets
+            ``$XLA_FLAGS``, which the processes this one starts inherit, and must be given
+            before JAX first runs a program.
 
     Raises:
         ValueError: An unknown ``device`` or ``xla_optimisation``, or ``host_devices`` /
@@ -137,14 +122,6 @@ def _use_device(device: str) -> None:
     for backend in backend_names():
         get_module(backend, "device").use(resolved)
     devices.set_current(resolved)
-
-
-def xla_optimisation_flags() -> tuple[str, ...]:
-    """The flags of ``$XLA_FLAGS`` that set how hard XLA optimises (whatever set them: a level,
-    or the variable given by hand), sorted: they may change the last bits of what a compiled
-    program computes, so what keeps computed results apart keys on them."""
-    flags = os.environ.get("XLA_FLAGS", "").split()
-    return tuple(sorted(f for f in flags if f.startswith(XLA_OPTIMISATION_FLAG_NAMES)))
 
 
 def cpu_count() -> int:

@@ -70,7 +70,7 @@ class Cell(_Runnable):
             the cell samples a chain ensemble (:func:`ppl_bnn.reference.sample.sample_reference`)
             with ``method`` as its engine, not one fit. In the config only when set.
         xla_optimisation: How hard XLA optimises the cell's programs
-            (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`), set by its suite for a backend whose
+            (:data:`ppl_bnn.engine.xla.XLA_OPTIMISATION`), set by its suite for a backend whose
             programs XLA compiles; None: as the worker's process has it (XLA's defaults,
             unless ``$XLA_FLAGS`` says otherwise). The cell runs on a worker started with it.
             In the config only when set: it may change the last bits of what the fit computes.

@@ -47,12 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from ppl_bnn.engine.xla import xla_optimisation_flags
 from ppl_bnn.files import write_atomic
 from ppl_bnn.keys import content_key, source_key
 from ppl_bnn.methods import shared
 from ppl_bnn.methods.output import RunOutput
 from ppl_bnn.methods.shared import RunFunction
-from ppl_bnn.runtime import xla_optimisation_flags
 from ppl_bnn.timing import now
 from ppl_bnn.versions import library_versions
 
@@ -94,7 +94,7 @@ def run_key(method: str, target: Any, options: Any, seed: int) -> str:
     target's ``variant`` (``mcdropout``'s training-time dropout) is part of it, so that a run of
     the model with masks is never read for one without, nor for other masks; so are the XLA
     flags that set how hard the process's programs are optimised
-    (:func:`~ppl_bnn.runtime.xla_optimisation_flags`): a run compiled at one level is never read
+    (:func:`~ppl_bnn.engine.xla.xla_optimisation_flags`): a run compiled at one level is never read
     for another (a suite's cells and its references may differ in it)."""
     model = target.model
     return content_key(

@@ -96,7 +96,7 @@ class Profile:
         host_devices: XLA CPU devices, or None for a cell that does not care (Pyro's): it runs
             on an idle worker of any device count.
         xla_optimisation: How hard XLA optimises the worker's programs
-            (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`), or None: as the runner's process has
+            (:data:`ppl_bnn.engine.xla.XLA_OPTIMISATION`), or None: as the runner's process has
             it. A cell runs only on a worker of its own.
     """
 

@@ -68,7 +68,7 @@ A cell's timeout is not part of its config hash (:meth:`ppl_bnn.bench.cell.Cell.
 changing the suite's or a dataset's ``timeout_s`` keeps the results stored under the old one; it
 applies to the cells that run next (``--rerun-failed`` reruns the ones that timed out).
 
-``xla_optimisation`` (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`) sets how hard XLA optimises the
+``xla_optimisation`` (:data:`ppl_bnn.engine.xla.XLA_OPTIMISATION`) sets how hard XLA optimises the
 programs of the cells of every backend whose programs it compiles (NumPyro's): ``"low"`` suits
 suites of small networks, whose fits spend most of their time compiling. Each such cell runs on a
 worker started with it, and it joins the cell's config (it may change the last bits of what a
@@ -162,12 +162,12 @@ from ppl_bnn.bench.tuning import (
 )
 from ppl_bnn.data import DatasetNotFoundError, num_splits
 from ppl_bnn.engine.registry import backend_names, declaration
+from ppl_bnn.engine.xla import XLA_OPTIMISATION
 from ppl_bnn.methods import get_method
 from ppl_bnn.model.priors import HierarchicalPrior
 from ppl_bnn.reference import REFERENCE_BACKEND, ReferenceSettings
 from ppl_bnn.reference import STORED_DRAWS as REFERENCE_STORED_DRAWS
 from ppl_bnn.report.equivalence import Margins
-from ppl_bnn.runtime import XLA_OPTIMISATION
 
 __all__ = [
     "SUITES_DIR",
@@ -545,7 +545,7 @@ def parse_suite(
 
 
 def _xla_optimisation(where: str, raw: Mapping[str, Any]) -> str | None:
-    """The suite's ``xla_optimisation``, one of :data:`ppl_bnn.runtime.XLA_OPTIMISATION`, or
+    """The suite's ``xla_optimisation``, one of :data:`ppl_bnn.engine.xla.XLA_OPTIMISATION`, or
     None where it gives none."""
     level = raw.get("xla_optimisation")
     if level is not None and level not in XLA_OPTIMISATION:

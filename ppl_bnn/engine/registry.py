@@ -63,7 +63,7 @@ class BackendDeclaration:
         parallel_chains: A sampler's chains run in parallel, one per host device of the worker
             (a benchmark gives such a cell as many devices as chains).
         xla: XLA compiles its programs, so a suite's ``xla_optimisation`` applies to its cells
-            (:data:`ppl_bnn.runtime.XLA_OPTIMISATION`).
+            (:data:`ppl_bnn.engine.xla.XLA_OPTIMISATION`).
         packages: The distributions (as pip names them) it runs on, whose versions every
             result records (:func:`ppl_bnn.versions.library_versions`).
         own_options: The options it alone reads; ``fit`` refuses them on any other backend.

@@ -15,7 +15,7 @@ from jax._src import xla_bridge
 
 from ppl_bnn import configure_runtime
 from ppl_bnn.backends.numpyro import runtime
-from ppl_bnn.runtime import XLA_OPTIMISATION, XLA_OPTIMISATION_FLAGS, xla_optimisation_flags
+from ppl_bnn.engine.xla import XLA_OPTIMISATION, XLA_OPTIMISATION_FLAGS, xla_optimisation_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 

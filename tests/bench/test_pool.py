@@ -19,8 +19,8 @@ from ppl_bnn.bench.record import read_records
 from ppl_bnn.bench.reference_jobs import PendingReference
 from ppl_bnn.bench.runner import run_suite, sweep_backends
 from ppl_bnn.engine.registry import backend_names
+from ppl_bnn.engine.xla import XLA_OPTIMISATION_FLAGS
 from ppl_bnn.reference import REFERENCE_BACKEND
-from ppl_bnn.runtime import XLA_OPTIMISATION_FLAGS
 from tests.bench.conftest import tiny_suite
 from tests.bench.faulty_worker import FAULTS_VAR
 

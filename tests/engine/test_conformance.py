@@ -138,7 +138,12 @@ def test_runtime_settings_and_recorded_versions_come_from_the_declarations(
             monkeypatch.setattr(module, "configure", lambda s, b=backend: applied.update({b: s}))
     configure_runtime(torch_threads=1)  # the stub declares no runtime module: left out
     assert set(applied) == {"numpyro", "pyro"}
-    assert applied["pyro"] == {"host_devices": None, "torch_threads": 1, "jax_cache": None}
+    assert applied["pyro"] == {
+        "host_devices": None,
+        "torch_threads": 1,
+        "jax_cache": None,
+        "xla_optimisation": None,
+    }
     versions = library_versions.__wrapped__()
     for backend in registry.backend_names():
         assert set(registry.declaration(backend).packages) <= set(versions)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ppl_bnn.backends.numpyro.compile_cache import set_jax_cache
-from ppl_bnn.runtime import XLA_OPTIMISATION_FLAG_NAMES, XLA_OPTIMISATION_FLAGS
+from ppl_bnn.engine.xla import XLA_OPTIMISATION_FLAG_NAMES, XLA_OPTIMISATION_FLAGS
 
 
 def configure(settings: Mapping[str, Any]) -> None:
@@ -28,7 +28,7 @@ def configure(settings: Mapping[str, Any]) -> None:
 
 
 def set_xla_optimisation(level: str) -> None:
-    """Put ``level``'s flags (:data:`~ppl_bnn.runtime.XLA_OPTIMISATION_FLAGS`) into
+    """Put ``level``'s flags (:data:`~ppl_bnn.engine.xla.XLA_OPTIMISATION_FLAGS`) into
     ``$XLA_FLAGS`` in place of any
     values the variable gave the same flags. XLA reads the variable once, when JAX starts its
     backend: later, a ``RuntimeError`` says so rather than leave the setting unapplied."""
