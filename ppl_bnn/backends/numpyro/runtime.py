@@ -29,9 +29,9 @@ def configure(settings: Mapping[str, Any]) -> None:
 
 def set_xla_optimisation(level: str) -> None:
     """Put ``level``'s flags (:data:`~ppl_bnn.engine.xla.XLA_OPTIMISATION_FLAGS`) into
-    ``$XLA_FLAGS`` in place of any
-    values the variable gave the same flags. XLA reads the variable once, when JAX starts its
-    backend: later, a ``RuntimeError`` says so rather than leave the setting unapplied."""
+    ``$XLA_FLAGS`` in place of any values the variable gave the same flags. XLA reads the
+    variable once, when JAX starts its backend: later, a ``RuntimeError`` says so rather than
+    leave the setting unapplied."""
     if "jax" in sys.modules:
         from jax._src import xla_bridge
 
