@@ -5,10 +5,11 @@ cache), without references or report, and decomposed by :mod:`bench_breakdown`.
     python benchmarks/sweep_flags.py --suite default --datasets diabetes --json OUT.json
 
 The settings (:data:`SETTINGS`): XLA's defaults, which ``ppl-bnn bench`` and users' fits keep;
-LLVM at level 1 with XLA's older CPU emitters; and the tests' flags (``tests/runtime.py``: level
-0, older emitters). Prints one Markdown table, seconds per setting: the sweep's wall time, and
-summed over the cells (seconds of one core each) compiling (the cells' fits and their tuning
-fits), running the fits (tuning included) and the rest of the cells (data, evaluation, files).
+LLVM at level 1 with XLA's older CPU emitters (``xla_optimisation="low"``); and the tests' flags
+(``tests/runtime.py``: level 0, older emitters). Prints one Markdown table, seconds per setting:
+the sweep's wall time, and summed over the cells (seconds of one core each) compiling (the
+cells' fits and their tuning fits), running the fits (tuning included) and the rest of the
+cells (data, evaluation, files).
 Run it on an otherwise idle machine: the settings are timed one after the other.
 """
 
@@ -28,15 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_breakdown import breakdown  # noqa: E402
+from ppl_bnn.engine.xla import XLA_OPTIMISATION_FLAGS  # noqa: E402
 from tests.runtime import TEST_XLA_FLAGS  # noqa: E402
 
 #: Flag settings by name, each added to the process's ``XLA_FLAGS``.
 SETTINGS = {
     "XLA's defaults": (),
-    "level 1, older emitters": (
-        "--xla_backend_optimization_level=1",
-        "--xla_cpu_use_fusion_emitters=false",
-    ),
+    "level 1, older emitters": XLA_OPTIMISATION_FLAGS["low"],
     "the tests' flags": TEST_XLA_FLAGS,
 }
 

@@ -15,7 +15,7 @@ import os
 
 from ppl_bnn import devices
 from ppl_bnn.engine.registry import backend_names, declaration, get_module
-from ppl_bnn.engine.xla import XLA_OPTIMISATION
+from ppl_bnn.engine.xla import check_xla_optimisation
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +64,8 @@ def configure_runtime(
     for name, value in (("host_devices", host_devices), ("torch_threads", torch_threads)):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
-    if xla_optimisation is not None and xla_optimisation not in XLA_OPTIMISATION:
-        raise ValueError(
-            f"xla_optimisation must be one of {', '.join(map(repr, XLA_OPTIMISATION))}, "
-            f"got {xla_optimisation!r}"
-        )
+    if xla_optimisation is not None:
+        check_xla_optimisation(xla_optimisation)
     settings = {
         "host_devices": host_devices,
         "torch_threads": torch_threads,

@@ -162,7 +162,7 @@ from ppl_bnn.bench.tuning import (
 )
 from ppl_bnn.data import DatasetNotFoundError, num_splits
 from ppl_bnn.engine.registry import backend_names, declaration
-from ppl_bnn.engine.xla import XLA_OPTIMISATION
+from ppl_bnn.engine.xla import check_xla_optimisation
 from ppl_bnn.methods import get_method
 from ppl_bnn.model.priors import HierarchicalPrior
 from ppl_bnn.reference import REFERENCE_BACKEND, ReferenceSettings
@@ -548,10 +548,12 @@ def _xla_optimisation(where: str, raw: Mapping[str, Any]) -> str | None:
     """The suite's ``xla_optimisation``, one of :data:`ppl_bnn.engine.xla.XLA_OPTIMISATION`, or
     None where it gives none."""
     level = raw.get("xla_optimisation")
-    if level is not None and level not in XLA_OPTIMISATION:
-        levels = ", ".join(map(repr, XLA_OPTIMISATION))
-        raise SuiteError(f"{where}: xla_optimisation must be one of {levels}, got {level!r}")
-    return level
+    if level is None:
+        return None
+    try:
+        return check_xla_optimisation(level)
+    except ValueError as err:
+        raise SuiteError(f"{where}: {err}") from None
 
 
 def _check_prior(where: str, cell: Cell) -> None:

@@ -24,6 +24,14 @@ XLA_OPTIMISATION_FLAG_NAMES = (
 )
 
 
+def check_xla_optimisation(level: object) -> str:
+    """``level``, one of :data:`XLA_OPTIMISATION`; else ``ValueError`` naming the levels."""
+    if level not in XLA_OPTIMISATION:
+        levels = ", ".join(map(repr, XLA_OPTIMISATION))
+        raise ValueError(f"xla_optimisation must be one of {levels}, got {level!r}")
+    return level
+
+
 def xla_optimisation_flags() -> tuple[str, ...]:
     """The flags of ``$XLA_FLAGS`` that set how hard XLA optimises (whatever set them: a level,
     or the variable given by hand), sorted: they may change the last bits of what a compiled
