@@ -34,6 +34,12 @@ SEED = 3
 #: First values of each site's first draws kept per fit (enough to catch a changed stream).
 VALUES_PER_SITE = 4
 DRAWS_KEPT = 2
+#: How far a site's draws may lie from the stored ones, as a fraction of the distance of the
+#: next seed's draws from them. The same stream agrees to rounding, and a CPU with other vector
+#: instructions rounds differently: a sampler's warmup grows that to at most 0.5% of the seeds'
+#: distance (NUTS on Pyro, MCLMC and MAMS, between two x86-64 machines). A changed stream lies
+#: about as far as another seed's.
+STREAM_TOLERANCE = 0.05
 
 
 def _model() -> BNN:
@@ -88,11 +94,14 @@ def test_method_runs_with_documented_shapes_and_reproducible_seeds(model, method
     key = f"{method.name}/{backend}"
     stored = json.loads(STORED.read_text())
     assert key in stored, f"no stored draws of {key}: run python -m tests.methods.test_conformance"
-    now = _head(first)
+    now, another_seed = _head(first), _head(other)
     assert sorted(now) == sorted(stored[key])
     for name, values in stored[key].items():
-        # float32 draws: identical streams agree to rounding; a changed stream differs at O(1).
-        np.testing.assert_allclose(now[name], values, rtol=1e-4, atol=1e-5, err_msg=name)
+        drift = np.linalg.norm(np.subtract(now[name], values))
+        seeds_apart = np.linalg.norm(np.subtract(another_seed[name], values))
+        assert drift <= max(STREAM_TOLERANCE * seeds_apart, 1e-5), (
+            f"{name}: {drift:.3g} from the stored draws, another seed {seeds_apart:.3g}"
+        )
     assert first.log_likelihood.shape == (chains, draws, model.num_data)
     assert (first.method, first.backend, (first.seed, other.seed)) == (
         method.name,

@@ -13,6 +13,11 @@ from tests.closed_form import flat_draws, linear_problem
 pytestmark = pytest.mark.runtime(75)  # seconds on 2 cores: started first (tests/conftest.py)
 
 BACKENDS = backend_names()
+#: Bulk ESS of 2 x 1000 draws below which a sampler is not mixing (a random walk gives tens).
+#: The tolerances below scale with the ESS, so this guards only against a broken sampler. Seeds
+#: 11-18 gave 1,130-1,910 on NumPyro and 250-1,790 on Pyro, whose HMC adapts a step size that
+#: can bring its fixed trajectory near a resonance of this Gaussian.
+MIN_ESS = 150
 SAMPLERS = [
     pytest.param("nuts", {}, id="nuts"),
     # Quarter of the period of the whitened Gaussian's dynamics: near-independent draws.
@@ -44,7 +49,7 @@ def test_samplers_match_exact_posterior(diagonal, method, extra, backend):
     assert draws.shape == (2, 1000, 3)
     for i in range(3):
         ess = float(az.ess(draws[..., i], method="bulk"))
-        assert ess > 300, f"coordinate {i}: ESS {ess:.0f} too low for a Gaussian target"
+        assert ess > MIN_ESS, f"coordinate {i}: ESS {ess:.0f} too low for a Gaussian target"
         mcse = diagonal.std[i] / np.sqrt(ess)
         assert abs(draws[..., i].mean() - diagonal.mean[i]) < 4 * mcse, f"mean of coordinate {i}"
         sd, mcse_sd = _sd_and_mcse(draws[..., i])

@@ -62,9 +62,11 @@ class _PyroRecorder:
             return
         n = len(self.stats["n_steps"]) + 1
         # Pyro keeps only a running mean of the acceptance probability over the sampling phase;
-        # the per-draw value is recovered exactly from consecutive means.
+        # the per-draw value is recovered from consecutive means, up to their rounding, which
+        # can carry it just past 0 or 1 (1 + 7e-15 was seen): clipped back to a probability.
         mean_accept = float(kernel._mean_accept_prob)
-        self.stats["acceptance_rate"].append(n * mean_accept - (n - 1) * self.mean_accept_prev)
+        accept = n * mean_accept - (n - 1) * self.mean_accept_prev
+        self.stats["acceptance_rate"].append(min(max(accept, 0.0), 1.0))
         self.mean_accept_prev = mean_accept
         self.stats["n_steps"].append(steps)
         self.stats["step_size"].append(float(kernel.step_size))
