@@ -19,6 +19,7 @@ from sklearn.datasets import load_diabetes, load_digits
 
 from ppl_bnn import BNN, fit
 from ppl_bnn.bench.fit_store import use_store
+from ppl_bnn.engine.registry import backend_names
 
 # Seconds on 2 cores: its tests start first, spread over the workers (tests/conftest.py).
 pytestmark = pytest.mark.runtime(250)
@@ -42,7 +43,7 @@ HIDDEN = {"fullrank": 20}
 #: numpy (a backend-neutral runner), so on Pyro it adds five of the map fits that
 #: ``map``'s Pyro case already tests (37 s together on the two problems).
 BACKEND_NEUTRAL = {("ensemble", "pyro")}
-BACKENDS = ("numpyro", "pyro")
+BACKENDS = backend_names()
 #: Methods that run on the backend of map's case of each problem: they start from its mode,
 #: which the store shares (:func:`shared_fits`).
 FROM_MAP = ("map", "laplace", "swag")
@@ -92,7 +93,9 @@ def _cases() -> list[tuple[str, str, str]]:
             cases += [(method, p, b) for p in problems for b in backends]
             continue
         shift = 0 if method in FROM_MAP else i
-        cases += [(method, p, backends[(j + shift) % 2]) for j, p in enumerate(problems)]
+        cases += [
+            (method, p, backends[(j + shift) % len(backends)]) for j, p in enumerate(problems)
+        ]
     return cases
 
 
