@@ -213,7 +213,12 @@ class FitResult:
             # A full disk: "No space left on device" first, not HDF5's own words for it.
             failed = f"cannot save the fit to {shown} (writing {name}){kept}"
             with cause_first(failed):
-                data.to_netcdf(str(out / name), engine="h5netcdf")
+                if name == _IDATA_FILE:
+                    # Draws hardly compress: zlib made a cell's file 5% smaller and its write
+                    # 2.4 times as long (0.17 s against 0.07 s for 4 MB of draws).
+                    data.to_netcdf(str(out / name), engine="h5netcdf", compress=False)
+                else:
+                    data.to_netcdf(str(out / name), engine="h5netcdf")
         (out / META_FILE).write_text(text)
         return [*netcdf, META_FILE]
 

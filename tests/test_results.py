@@ -223,6 +223,24 @@ def test_fit_json_is_strict_and_non_finite_numbers_come_back_as_nan(tiny, tmp_pa
     np.testing.assert_array_equal(loaded.losses, [3.0, nan, nan])
 
 
+def test_saved_draws_are_stored_uncompressed_and_read_by_arviz(tiny, tmp_path):
+    """Draws hardly compress, and zlib more than doubled a cell's write (results.py)."""
+    import h5py
+
+    path = tiny.save(tmp_path / "fit")
+    with h5py.File(path / "inference_data.nc", "r") as stored:
+        filters = {
+            f"{group}/{name}": stored[group][name].compression
+            for group in stored
+            for name in stored[group]
+            if isinstance(stored[group][name], h5py.Dataset)
+        }
+    assert filters and set(filters.values()) == {None}, filters
+    posterior = az.from_netcdf(path / "inference_data.nc").posterior
+    for name, draws in tiny.draws.items():
+        np.testing.assert_array_equal(posterior[name].values, draws)
+
+
 def _edit_meta(path, edit) -> None:
     meta_path = path / "fit.json"
     meta = json.loads(meta_path.read_text())
