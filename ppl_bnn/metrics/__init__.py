@@ -38,7 +38,11 @@ from ppl_bnn.metrics.classification import (
     selective_curve,
 )
 from ppl_bnn.metrics.cost import cost_metrics
-from ppl_bnn.metrics.diagnostics import prediction_diagnostics, sampler_diagnostics
+from ppl_bnn.metrics.diagnostics import (
+    each_chain_diagnostics,
+    prediction_diagnostics,
+    sampler_diagnostics,
+)
 from ppl_bnn.metrics.reference import (
     agreement,
     mixture_ks,
@@ -70,6 +74,7 @@ __all__ = [
     "constant_log_likelihood",
     "cost_metrics",
     "crps",
+    "each_chain_diagnostics",
     "expected_calibration_error",
     "interval_coverage",
     "log_predictive_density",

@@ -1,4 +1,4 @@
-"""MCMC diagnostics: R-hat and ESS of predictions (with ArviZ) and sampler statistics."""
+"""MCMC diagnostics: R-hat and ESS of predictions and sampler statistics."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ppl_bnn.files import import_arviz
 from ppl_bnn.metrics import checks
+from ppl_bnn.metrics.convergence import bulk_ess, rank_rhat, tail_ess
 
 # Test points used by the MCMC prediction diagnostics.
 _DIAGNOSTIC_MAX_POINTS = 500
@@ -23,15 +23,72 @@ def _nan_reduce(reduce: Callable[[np.ndarray], Any], values: np.ndarray) -> floa
     return float(reduce(kept)) if kept.size else math.nan
 
 
+#: Most draws (points x chains x draws) one vectorised pass over points holds: a reference's
+#: 512 chains of 100 draws at 500 points would otherwise take gigabytes in its FFTs.
+_POINTS_CHUNK_DRAWS = 2_000_000
+
+
+def _check_draws(draws: ArrayLike, batched: bool) -> np.ndarray:
+    """``draws`` (chain, draw, N) (with a leading axis when ``batched``) as floats, at most
+    :data:`_DIAGNOSTIC_MAX_POINTS` evenly spaced points, with enough draws per chain."""
+    raw = np.asarray(draws)
+    ndim = 4 if batched else 3
+    if raw.ndim == ndim and raw.shape[-1] > _DIAGNOSTIC_MAX_POINTS:
+        # Subsample before converting, so that a large float32 array is not copied whole.
+        idx = np.round(np.linspace(0, raw.shape[-1] - 1, _DIAGNOSTIC_MAX_POINTS)).astype(np.int64)
+        raw = raw[..., idx]
+    d = checks.float_array(raw, "draws", (ndim,))
+    num_chains, num_draws = d.shape[-3:-1]
+    min_draws = 4 if num_chains > 1 else 8
+    if num_draws < min_draws:
+        raise ValueError(
+            f"draws needs at least {min_draws} draws per chain with {num_chains} chain(s), "
+            f"got shape {d.shape}"
+        )
+    return d
+
+
+def _by_point(d: np.ndarray, tail: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """R-hat, bulk ESS and (``tail``) tail ESS of each point of ``d`` (..., chain, draw, N),
+    each (..., N): a point with a non-finite draw gets R-hat inf and ESS NaN. One chain is cut
+    into its two halves for R-hat (see :func:`prediction_diagnostics`)."""
+    num_chains, num_draws = d.shape[-3:-1]
+    finite = np.isfinite(d).all(axis=(-3, -2))
+    # Points first: (..., N, chain, draw), non-finite points zeroed (their results are masked).
+    x = np.moveaxis(np.where(finite[..., None, None, :], d, 0.0), -1, -3)
+    step = max(1, _POINTS_CHUNK_DRAWS // max(1, x[..., 0, :, :].size))
+    parts: list[tuple[np.ndarray, ...]] = []
+    with np.errstate(all="ignore"):
+        for start in range(0, x.shape[-3], step):
+            chunk = np.ascontiguousarray(x[..., start : start + step, :, :])
+            halves = chunk
+            if num_chains == 1:
+                halves = chunk[..., 0, num_draws % 2 :].reshape(*chunk.shape[:-2], 2, -1)
+            found = [rank_rhat(halves), bulk_ess(chunk)]
+            if tail:
+                found.append(tail_ess(chunk))
+            parts.append(tuple(found))
+    rhat, bulk, *rest = (np.concatenate(values, axis=-1) for values in zip(*parts, strict=True))
+    ess_tail = np.where(finite, rest[0], np.nan) if tail else None
+    return np.where(finite, rhat, np.inf), np.where(finite, bulk, np.nan), ess_tail
+
+
+def _nan_reduce_last(reduce: Callable[..., np.ndarray], values: np.ndarray) -> np.ndarray:
+    """``reduce`` (``np.nanmax``, ...) over the last axis, NaN where every value is NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN slice gives NaN
+        return reduce(values, axis=-1)
+
+
 def prediction_diagnostics(draws: ArrayLike) -> dict[str, float]:
     """R-hat and bulk/tail ESS of a scalar prediction per test point, summarised over points.
 
-    Uses ArviZ's rank-normalised split R-hat (the max of bulk and folded R-hat) and bulk/tail ESS
-    (Vehtari et al. 2021, Bayesian Analysis 16(2)). ArviZ returns NaN R-hat for a single chain, so
-    one chain is cut into its two halves, treated as two chains (dropping the first draw if the
-    count is odd); ArviZ splits them again, so the R-hat compares the four quarters of the chain:
-    a check of within-chain stationarity, not of mixing between independent chains. ESS always
-    uses the chains as given.
+    The rank-normalised split R-hat (the max of bulk and folded R-hat) and bulk/tail ESS of
+    Vehtari et al. 2021 (Bayesian Analysis 16(2)), as ArviZ computes them, vectorised over the
+    points (:mod:`ppl_bnn.metrics.convergence`). One chain is cut into its two halves, treated
+    as two chains (dropping the first draw if the count is odd), which are split again, so the
+    R-hat compares the four quarters of the chain: a check of within-chain stationarity, not of
+    mixing between independent chains. ESS always uses the chains as given.
 
     At most 500 test points are used, at evenly spaced indices, for speed. A point with a
     non-finite draw gets R-hat = inf and is left out of the ESS summaries; a point whose draws are
@@ -44,36 +101,7 @@ def prediction_diagnostics(draws: ArrayLike) -> dict[str, float]:
     Returns:
         ``rhat_max``, ``rhat_median``, ``ess_bulk_min``, ``ess_bulk_median``, ``ess_tail_min``.
     """
-    raw = np.asarray(draws)
-    if raw.ndim == 3 and raw.shape[2] > _DIAGNOSTIC_MAX_POINTS:
-        # Subsample before converting, so that a large float32 array is not copied whole.
-        idx = np.round(np.linspace(0, raw.shape[2] - 1, _DIAGNOSTIC_MAX_POINTS)).astype(np.int64)
-        raw = raw[:, :, idx]
-    d = checks.float_array(raw, "draws", (3,))
-    num_chains, num_draws, _ = d.shape
-    min_draws = 4 if num_chains > 1 else 8
-    if num_draws < min_draws:
-        raise ValueError(
-            f"draws needs at least {min_draws} draws per chain with {num_chains} chain(s), "
-            f"got shape {d.shape}"
-        )
-    finite = np.isfinite(d).all(axis=(0, 1))
-    rhat = np.full(d.shape[2], np.inf)
-    ess_bulk = np.full(d.shape[2], np.nan)
-    ess_tail = np.full(d.shape[2], np.nan)
-    if finite.any():
-        az = import_arviz()
-        x = d[:, :, finite]
-        halves = x
-        if num_chains == 1:
-            halves = x[:, num_draws % 2 :].reshape(2, num_draws // 2, x.shape[2])
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            # Constant predictions give 0/0 inside ArviZ's R-hat (NaN result).
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rhat[finite] = az.rhat(az.convert_to_dataset({"p": halves}))["p"].values
-            data = az.convert_to_dataset({"p": x})
-            ess_bulk[finite] = az.ess(data, method="bulk")["p"].values
-            ess_tail[finite] = az.ess(data, method="tail")["p"].values
+    rhat, ess_bulk, ess_tail = _by_point(_check_draws(draws, batched=False), tail=True)
     return {
         "rhat_max": _nan_reduce(np.max, rhat),
         "rhat_median": _nan_reduce(np.median, rhat),
@@ -81,6 +109,14 @@ def prediction_diagnostics(draws: ArrayLike) -> dict[str, float]:
         "ess_bulk_median": _nan_reduce(np.median, ess_bulk),
         "ess_tail_min": _nan_reduce(np.min, ess_tail),
     }
+
+
+def each_chain_diagnostics(draws: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Each chain's ``rhat_max`` and ``ess_bulk_min`` of :func:`prediction_diagnostics` on it
+    alone, from ``draws`` (chain, draw, N), in one vectorised pass: each (chain,)."""
+    d = _check_draws(np.asarray(draws)[:, None], batched=True)
+    rhat, ess_bulk, _ = _by_point(d, tail=False)
+    return _nan_reduce_last(np.nanmax, rhat), _nan_reduce_last(np.nanmin, ess_bulk)
 
 
 def _stat(sample_stats: Mapping[str, ArrayLike], key: str) -> np.ndarray | None:

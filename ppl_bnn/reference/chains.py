@@ -113,23 +113,15 @@ class ChainAssessment:
         }
 
 
-def _diagnostics(values: np.ndarray) -> tuple[float, float]:
-    """Split-R-hat of one chain's halves (largest over points) and its bulk ESS (smallest)."""
-    found = metrics.prediction_diagnostics(values[None])
-    return found["rhat_max"], found["ess_bulk_min"]
-
-
 def per_chain_diagnostics(f: np.ndarray, train_ll: np.ndarray) -> dict[str, list[float]]:
     """Each chain's ``rhat`` / ``ess`` of the predictive ``f`` (chain, draw, point) and
     ``rhat_ll`` / ``ess_ll`` of its training log-likelihood per draw ``train_ll`` (chain,
-    draw)."""
-    out: dict[str, list[float]] = {"rhat": [], "ess": [], "rhat_ll": [], "ess_ll": []}
-    for chain in range(f.shape[0]):
-        rhat, ess = _diagnostics(f[chain])
-        rhat_ll, ess_ll = _diagnostics(train_ll[chain][:, None])
-        for key, value in zip(out, (rhat, ess, rhat_ll, ess_ll), strict=True):
-            out[key].append(float(value))
-    return out
+    draw): split-R-hat of the chain's halves (largest over points) and its bulk ESS (smallest),
+    every chain at once (:func:`~ppl_bnn.metrics.diagnostics.each_chain_diagnostics`)."""
+    rhat, ess = metrics.each_chain_diagnostics(f)
+    rhat_ll, ess_ll = metrics.each_chain_diagnostics(train_ll[:, :, None])
+    found = {"rhat": rhat, "ess": ess, "rhat_ll": rhat_ll, "ess_ll": ess_ll}
+    return {key: [float(v) for v in values] for key, values in found.items()}
 
 
 def stuck_chains(

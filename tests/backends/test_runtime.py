@@ -101,3 +101,30 @@ def test_a_new_process_compiles_with_the_level_it_set():
     )
     assert low == _tanh_bits("", " ".join(XLA_OPTIMISATION_FLAGS["low"]))
     assert low != _tanh_bits("", "")
+
+
+TORCH_THREADS = """
+import sys
+from ppl_bnn import configure_runtime
+configure_runtime(torch_threads={threads})
+print("torch" in sys.modules)
+{then}
+import torch
+print(torch.get_num_threads())
+"""
+
+
+@pytest.mark.parametrize("torch_first", [False, True])
+def test_torch_threads_are_set_without_importing_torch_until_the_backend_does(torch_first):
+    """A thread count given before torch is imported is set when Pyro's ops import it; given
+    after, at once. 3: more than the 2 cores torch would take by default on CI's machines."""
+    then = "from ppl_bnn.engine.registry import get_backend; get_backend('pyro')"
+    code = TORCH_THREADS.format(threads=3, then=then)
+    if torch_first:
+        code = "import torch\n" + code
+    environment = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True,
+        check=True,
+    ).stdout.split()  # fmt: skip
+    assert out == [str(torch_first), "3"]

@@ -12,13 +12,16 @@ import pyro.distributions
 import torch
 from pyro import poutine
 
-from ppl_bnn.backends.pyro import conv
+from ppl_bnn.backends.pyro import conv, runtime
 from ppl_bnn.backends.pyro.device import to_numpy
 from ppl_bnn.backends.pyro.rng import pyro_scope
 from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.dropout import Dropout
 from ppl_bnn.model.program import PPL, bnn_model, forward
 from ppl_bnn.model.spec import BNNSpec
+
+# A thread count configured before torch was imported, set now that it is.
+runtime.apply_pending()
 
 name = "pyro"
 
