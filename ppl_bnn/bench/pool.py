@@ -165,6 +165,15 @@ def named_backends() -> tuple[str, ...]:
     return tuple(named.split(","))
 
 
+def _preload_environment() -> dict[str, str]:
+    """``$PPL_BNN_PRELOAD_BACKENDS`` naming :func:`preload_backends`'s backends, for the fork
+    server and each worker (whose ``preload`` reads it: without it, a worker of NumPyro cells
+    would import torch and Pyro too, seconds of its start), unless the variable is set."""
+    if _preload is None or PRELOAD_VAR in os.environ:
+        return {}
+    return {PRELOAD_VAR: ",".join(_preload)}
+
+
 def _start_fork_server() -> None:
     """Start the fork server if it is not running, with the BLAS libraries' threads at one:
     they start their thread pools when they are loaded, and a forked worker inherits none of
@@ -172,9 +181,7 @@ def _start_fork_server() -> None:
     :func:`preload_backends`. Called under ``_fork_server_lock``."""
     named_backends()  # refused here, by name, rather than in the fork server's imports
     saved = dict(os.environ)
-    os.environ.update(thread_environment(1))
-    if _preload is not None and PRELOAD_VAR not in saved:
-        os.environ[PRELOAD_VAR] = ",".join(_preload)
+    os.environ.update({**thread_environment(1), **_preload_environment()})
     try:
         forkserver.ensure_running()
     finally:
@@ -231,10 +238,34 @@ class WarmWorker:
         tasks_read, tasks_write = os.pipe()
         replies_read, replies_write = os.pipe()
         started = now()
+        try:
+            self.process = self._start(profile, tasks_read, replies_write)
+        except BaseException:  # nothing of a worker that did not start is left open
+            os.close(tasks_write)
+            os.close(replies_read)
+            self._stderr.close()
+            raise
+        finally:
+            os.close(tasks_read)
+            os.close(replies_write)
+        self._tasks = os.fdopen(tasks_write, "wb")
+        self._replies = replies_read
+        self._buffer = b""
+        ready = self._started()
+        self.pid = int(ready["pid"])
+        self.start_seconds = now() - started
+        logger.debug("worker %d started in %.1f s (%s)", self.pid, self.start_seconds, profile)
+
+    def _start(self, profile: Profile, tasks_read: int, replies_write: int) -> Any:
+        """The worker's process, forked by the fork server (started first if it is not)."""
         with _fork_server_lock:
             _start_fork_server()
-            environment = {**os.environ, **thread_environment(profile.threads)}
-        self.process = _FORK_SERVER.Process(
+            environment = {
+                **os.environ,
+                **thread_environment(profile.threads),
+                **_preload_environment(),
+            }
+        process = _FORK_SERVER.Process(
             target=_worker_main,
             name=WORKER_NAME,
             daemon=True,  # ended with this process where the pool has not stopped it
@@ -250,19 +281,9 @@ class WarmWorker:
                 profile.xla_optimisation,
             ),
         )
-        try:
-            with _fork_server_lock, _children_allowed():
-                self.process.start()
-        finally:
-            os.close(tasks_read)
-            os.close(replies_write)
-        self._tasks = os.fdopen(tasks_write, "wb")
-        self._replies = replies_read
-        self._buffer = b""
-        ready = self._started()
-        self.pid = int(ready["pid"])
-        self.start_seconds = now() - started
-        logger.debug("worker %d started in %.1f s (%s)", self.pid, self.start_seconds, profile)
+        with _fork_server_lock, _children_allowed():
+            process.start()
+        return process
 
     def _started(self) -> dict[str, Any]:
         """The worker's ready message. It starts in the open: a Ctrl-C while it imports torch
