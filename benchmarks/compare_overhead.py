@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: The committed measurement (``--runs 3 --json`` this file), which the docs render.
+RECORD = Path(__file__).resolve().parent / "results" / "compare_overhead.json"
 #: The README's example: the diabetes data as a file, four methods, one cell at a time.
 README_COMMAND = [
     "ppl-bnn", "compare", "diabetes.csv", "--target", "target", "--hidden", "20",
@@ -78,7 +80,9 @@ def readme_run(folder: Path) -> dict[str, float]:
     load_diabetes(as_frame=True).frame.to_csv(folder / "diabetes.csv", index=False)
     out = folder / "out"
     environment = {**os.environ, "XDG_CACHE_HOME": str(folder / "cache")}
-    command = [*README_COMMAND, "--out", str(out)]
+    # The command of this interpreter's environment, as the README runs it.
+    program = str(Path(sys.executable).with_name(README_COMMAND[0]))
+    command = [program, *README_COMMAND[1:], "--out", str(out)]
     subprocess.run(command, cwd=folder, env=environment, check=True, capture_output=True)
     return overhead(out)
 
@@ -102,6 +106,28 @@ def summary(runs: list[dict[str, float]]) -> dict[str, Any]:
         if key.endswith("_s")
     }
     return {"shares": shares, "share_mean": mean, "share_se": se, "mean_seconds": seconds}
+
+
+def markdown(found: dict[str, Any]) -> str:
+    """The measurement as Markdown: a sentence and one row per run, in seconds (the docs render
+    it, ``docs/_ext/records.py``)."""
+    lines = [
+        f"What `compare` added around its fits and its reference (loading data, evaluating, "
+        f"writing files, starting its worker, scheduling): {found['share_mean']:.1%} ± "
+        f"{found['share_se']:.1%} of their time over {len(found['runs'])} runs of "
+        f"`{found['readme_command']}` from empty caches on {found['cores']} cores (at "
+        f"{found['commit']}, {found['date']}).",
+        "",
+        "| run | sweep s | reference s | fitting s | in cells s | runner s | overhead |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, run in enumerate(found["runs"], start=1):
+        seconds = " | ".join(
+            f"{run[key]:.1f}"
+            for key in ("sweep_s", "reference_s", "fitting_s", "in_cells_s", "runner_s")
+        )
+        lines.append(f"| {i} | {seconds} | {run['overhead_share']:.1%} |")
+    return "\n".join(lines)
 
 
 def main() -> None:

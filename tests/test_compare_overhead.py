@@ -50,3 +50,13 @@ def test_repeated_runs_give_the_mean_share_and_its_standard_error():
     assert found["share_se"] == pytest.approx(0.01 / math.sqrt(3))
     assert found["mean_seconds"] == {"sweep_s": pytest.approx(91.0)}
     assert math.isnan(compare_overhead.mean_and_standard_error([0.1])[1])
+
+
+def test_the_committed_measurement_renders_its_runs_and_mean():
+    record = json.loads(compare_overhead.RECORD.read_text())
+    text = compare_overhead.markdown(record)
+    assert f"{record['share_mean']:.1%} ± {record['share_se']:.1%}" in text
+    assert record["readme_command"] in text and record["commit"] in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == len(record["runs"]) == len(record["shares"])
+    assert compare_overhead.summary(record["runs"])["share_mean"] == record["share_mean"]

@@ -8,7 +8,9 @@ In a page::
 
 renders ``benchmarks/headline.py``'s table for ``benchmarks/results/default/`` (``:table:``
 ``headline``, ``standings`` or ``run``), so a benchmark page cannot drift from its records.
-``{auto-seeds}`` renders ``benchmarks/results/auto_seeds.json`` (``benchmarks/auto_seeds.py``).
+``{auto-seeds}`` renders ``benchmarks/results/auto_seeds.json`` (``benchmarks/auto_seeds.py``),
+``{compare-overhead}`` ``benchmarks/results/compare_overhead.json``
+(``benchmarks/compare_overhead.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import auto_seeds  # noqa: E402  (benchmarks/auto_seeds.py)
+import compare_overhead  # noqa: E402  (benchmarks/compare_overhead.py)
 import headline  # noqa: E402  (benchmarks/headline.py, not a package)
 
 
@@ -62,7 +65,19 @@ class AutoSeedsDirective(SphinxDirective):
         return node.children
 
 
+class CompareOverheadDirective(SphinxDirective):
+    """Parse the Markdown of the committed measurement of ``compare``'s overhead into the page."""
+
+    def run(self):  # type: ignore[no-untyped-def]
+        self.env.note_dependency(str(compare_overhead.RECORD))
+        text = compare_overhead.markdown(json.loads(compare_overhead.RECORD.read_text()))
+        node = nodes.container()
+        self.state.nested_parse(StringList(text.splitlines(), source="compare_overhead"), 0, node)
+        return node.children
+
+
 def setup(app):  # type: ignore[no-untyped-def]
     app.add_directive("records", RecordsDirective)
     app.add_directive("auto-seeds", AutoSeedsDirective)
+    app.add_directive("compare-overhead", CompareOverheadDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
