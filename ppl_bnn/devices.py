@@ -9,6 +9,8 @@ saved results are numpy arrays on the host whatever the device.
 
 from __future__ import annotations
 
+import os
+
 #: The environment variable that carries the resolved device to the processes a process starts
 #: (benchmark and ``compare`` workers apply it when they start).
 ENV_VAR = "PPL_BNN_DEVICE"
@@ -43,3 +45,19 @@ def set_current(device: str) -> None:
     if device not in ("cpu", "cuda"):
         raise ValueError(f"a resolved device is 'cpu' or 'cuda', got {device!r}")
     _current = device
+
+
+def cpu_count() -> int:
+    """Cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def host_threads() -> int:
+    """Threads a computation on the host may spread over: this process's cores, at most the
+    thread budget ``$OMP_NUM_THREADS`` gives it (a benchmark worker's share of the machine)."""
+    budget = os.environ.get("OMP_NUM_THREADS", "")
+    cores = cpu_count()
+    return max(1, min(cores, int(budget))) if budget.isdigit() else cores

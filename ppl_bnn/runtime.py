@@ -119,11 +119,3 @@ def _use_device(device: str) -> None:
     for backend in backend_names():
         get_module(backend, "device").use(resolved)
     devices.set_current(resolved)
-
-
-def cpu_count() -> int:
-    """Cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1

@@ -22,7 +22,7 @@ def _pin_xdist_worker_to_its_cores() -> None:
 
     Every thread already started is pinned, and threads and processes started later inherit it,
     so the fits, cells and probes a test starts stay on the worker's cores. They size their
-    thread pools by :func:`ppl_bnn.runtime.cpu_count` (the runner gives a cell ``cores //
+    thread pools by :func:`ppl_bnn.devices.cpu_count` (the runner gives a cell ``cores //
     jobs`` threads) and XLA by the cores it may use: without pinning, each worker's subprocesses
     would take every core while the other workers run, and oversubscribed torch and XLA thread
     pools ran the conv probe's test five times slower than alone.

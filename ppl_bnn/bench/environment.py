@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ppl_bnn.runtime import cpu_count
+from ppl_bnn.devices import cpu_count
 from ppl_bnn.versions import library_versions
 
 

@@ -39,10 +39,10 @@ from ppl_bnn.bench.record import (
 )
 from ppl_bnn.bench.replaced import set_aside
 from ppl_bnn.bench.staging import install, share
+from ppl_bnn.devices import cpu_count
 from ppl_bnn.engine.registry import declaration
 from ppl_bnn.files import staging_dir
 from ppl_bnn.methods import get_method
-from ppl_bnn.runtime import cpu_count
 
 logger = logging.getLogger(__name__)
 

@@ -63,12 +63,12 @@ from ppl_bnn.bench.reference_jobs import (
 from ppl_bnn.bench.schema import SELECTION_FLAGS, check_selection
 from ppl_bnn.bench.suite import ReferenceJob, Suite
 from ppl_bnn.bench.suite_file import current_configs, previous_runs, write_suite_file
+from ppl_bnn.devices import cpu_count
 from ppl_bnn.files import clean_staging
 from ppl_bnn.reference import (
     REFERENCES_DIR,
     cache_root,
 )
-from ppl_bnn.runtime import cpu_count
 from ppl_bnn.timing import now
 
 logger = logging.getLogger(__name__)

@@ -11,17 +11,22 @@ NaN).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp, ndtr, ndtri
 
+from ppl_bnn.devices import host_threads
 from ppl_bnn.metrics import checks
 
 # Largest number of elements of a temporary array in the chunked computations (32 MiB of float64).
 _CHUNK = 1 << 22
+# Fewest elements (draws x evaluations) worth spreading over threads.
+_THREADED_ELEMENTS = 1 << 18
 # Draws used by the O(S^2) pairwise term of the CRPS.
 _PAIRWISE_MAX_DRAWS = 256
 # Quantile solver: relative tolerance, bracket half-width in component stds, iteration cap.
@@ -90,6 +95,19 @@ def test_log_likelihood(f: ArrayLike, sigma: ArrayLike, y: ArrayLike) -> tuple[f
 test_log_likelihood.__test__ = False  # type: ignore[attr-defined]
 
 
+def _column_parts(num_columns: int, step: int, pieces: int) -> list[slice]:
+    """Chunks of at most ``step`` columns, each cut into at most ``pieces`` parts of at least two
+    columns: a mean over the draws of one column alone is summed pairwise, of two or more in
+    draw order, so that the parts give the bits the whole chunk gives."""
+    parts = []
+    for start in range(0, num_columns, step):
+        stop = min(start + step, num_columns)
+        count = max(1, min(pieces, (stop - start) // 2))
+        edges = np.linspace(start, stop, count + 1).round().astype(int)
+        parts += [slice(int(a), int(b)) for a, b in itertools.pairwise(edges)]
+    return parts
+
+
 def _mixture_at(
     f: np.ndarray,
     s: np.ndarray,
@@ -99,7 +117,9 @@ def _mixture_at(
     *,
     derivatives: bool = False,
 ) -> tuple[np.ndarray, ...]:
-    """Mixture CDF of point ``cols[a]`` at ``x[a]`` (and its first two derivatives), chunked.
+    """Mixture CDF of point ``cols[a]`` at ``x[a]`` (and its first two derivatives), chunked, the
+    chunks spread over the host's threads (:func:`~ppl_bnn.devices.host_threads`; numpy's loops
+    release the GIL), with the same result on any number of them.
 
     Where ``sign[a] = -1`` the mixture of ``-X`` is used: its lower tail is the upper tail of
     ``X``, computed without the cancellation in ``1 - F``.
@@ -111,10 +131,9 @@ def _mixture_at(
     outs = [np.empty(x.shape[0]) for _ in range(3 if derivatives else 1)]
     # sigma broadcast from (S,) (stride 0 over points) needs no gathering.
     per_draw_sd = s.strides[1] == 0 or s.shape[1] == 1
-    step = max(1, _CHUNK // num_draws)
-    with np.errstate(all="ignore"):
-        for start in range(0, x.shape[0], step):
-            part = slice(start, start + step)
+
+    def evaluate(part: slice) -> None:
+        with np.errstate(all="ignore"):
             idx = cols[part]
             inv_sd = 1.0 / (s[:, :1] if per_draw_sd else s[:, idx])
             z = f[:, idx] if sign is None else f[:, idx] * sign[part]
@@ -127,6 +146,15 @@ def _mixture_at(
                 weight *= inv_sd
                 outs[2][part] = -weight.mean(axis=0) * _INV_SQRT_2PI
             outs[0][part] = ndtr(z, out=z).mean(axis=0)
+
+    threads = host_threads() if x.shape[0] * num_draws >= _THREADED_ELEMENTS else 1
+    parts = _column_parts(x.shape[0], max(1, _CHUNK // num_draws), 2 * threads)
+    if threads > 1 and len(parts) > 1:
+        with ThreadPoolExecutor(min(threads, len(parts))) as pool:
+            list(pool.map(evaluate, parts))
+    else:
+        for part in parts:
+            evaluate(part)
     return tuple(outs)
 
 

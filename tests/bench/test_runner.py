@@ -28,8 +28,8 @@ from ppl_bnn.bench.record import (
 )
 from ppl_bnn.bench.runner import plan, run_suite
 from ppl_bnn.defaults import MAX_ATTEMPTS
+from ppl_bnn.devices import cpu_count
 from ppl_bnn.files import import_arviz
-from ppl_bnn.runtime import cpu_count
 from tests.bench.conftest import FAST_SVI, tiny_suite, write_netcdf
 
 #: A timeout no cell meets, even in a warm worker that has its programs compiled: the cell is

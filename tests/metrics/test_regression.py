@@ -275,3 +275,70 @@ def test_regression_metrics_custom_levels_and_nonfinite_draws() -> None:
     assert math.isfinite(out["test_ll"])
     # The point with a NaN draw has no interval and counts as not covered.
     assert out["coverage_80"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(
+    ("columns", "step", "pieces"),
+    [(5000, 1747, 4), (1749, 1747, 4), (7, 3, 2), (1, 8, 4), (9, 100, 1)],
+)
+def test_column_parts_cut_each_chunk_into_parts_of_two_columns_or_more(columns, step, pieces):
+    """With the next test, the threads' parts give the bits one thread's chunks give: a chunk
+    of one column stays whole, and each other part has two columns or more."""
+    from ppl_bnn.metrics.regression import _column_parts
+
+    parts = _column_parts(columns, step, pieces)
+    assert [p.start for p in parts] == [0, *(p.stop for p in parts[:-1])]
+    assert parts[-1].stop == columns
+    chunks = {(start, min(start + step, columns)) for start in range(0, columns, step)}
+    for part in parts:
+        start = part.start - part.start % step  # the chunk it is cut from
+        assert part.stop <= min(start + step, columns)
+        chunk = (start, min(start + step, columns))
+        assert part.stop - part.start >= 2 or chunk[1] - chunk[0] == 1
+    assert len(parts) <= len(chunks) * pieces
+
+
+def test_a_mean_over_draws_of_two_columns_or_more_has_the_bits_of_the_whole_chunk():
+    """numpy sums a (draws, columns) array over its draws in draw order for two columns or more,
+    and one column alone pairwise: why no part has one column unless its chunk has."""
+    values = np.random.default_rng(1).normal(size=(2400, 9))
+    whole = values.mean(axis=0)
+    for start in range(8):
+        np.testing.assert_array_equal(
+            values[:, start : start + 2].mean(axis=0), whole[start : start + 2]
+        )
+    alone = [np.ascontiguousarray(values[:, i : i + 1]).mean(axis=0)[0] for i in range(9)]
+    assert not np.array_equal(alone, whole)
+
+
+@pytest.mark.parametrize("threads", [2, 5])
+def test_the_mixture_cdf_and_quantiles_are_the_same_bits_on_any_number_of_threads(
+    monkeypatch, threads
+):
+    """The threads take parts of the chunks one thread takes, whose sums over draws run in the
+    same order (regression.py's _column_parts). 3,000 draws at 1,399 points: chunks of 1,398
+    points and of 1, whose mean alone is summed pairwise."""
+    from ppl_bnn.metrics import regression
+
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=(3000, 1399)) + np.sin(np.arange(1399))
+    sigma = np.exp(rng.normal(size=3000) * 0.1) * 0.5
+    t = rng.normal(size=1399)
+    probs = [0.025, 0.3, 0.5, 0.975]
+    monkeypatch.setattr(regression, "host_threads", lambda: 1)
+    one = metrics.mixture_cdf(f, sigma, t), metrics.mixture_quantiles(f, sigma, probs)
+    monkeypatch.setattr(regression, "host_threads", lambda: threads)
+    np.testing.assert_array_equal(metrics.mixture_cdf(f, sigma, t), one[0])
+    np.testing.assert_array_equal(metrics.mixture_quantiles(f, sigma, probs), one[1])
+
+
+def test_host_threads_keep_to_the_process_s_thread_budget(monkeypatch):
+    from ppl_bnn import devices
+
+    monkeypatch.setattr(devices, "cpu_count", lambda: 4)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert devices.host_threads() == 4
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert devices.host_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    assert devices.host_threads() == 4
