@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -54,26 +55,31 @@ class RecordsDirective(SphinxDirective):
         return node.children
 
 
-class AutoSeedsDirective(SphinxDirective):
-    """Parse the Markdown of the committed ``seeds = "auto"`` measurement into the page."""
+class MeasurementDirective(SphinxDirective):
+    """Parse the Markdown a benchmark script renders of its committed measurement (its
+    ``RECORD`` file, through its ``markdown``) into the page."""
+
+    script: Any  # the benchmark script's module
 
     def run(self):  # type: ignore[no-untyped-def]
-        self.env.note_dependency(str(auto_seeds.RECORD))
-        text = auto_seeds.markdown(json.loads(auto_seeds.RECORD.read_text()))
+        record = self.script.RECORD
+        self.env.note_dependency(str(record))
+        text = self.script.markdown(json.loads(record.read_text()))
         node = nodes.container()
-        self.state.nested_parse(StringList(text.splitlines(), source="auto_seeds"), 0, node)
+        self.state.nested_parse(StringList(text.splitlines(), source=record.stem), 0, node)
         return node.children
 
 
-class CompareOverheadDirective(SphinxDirective):
-    """Parse the Markdown of the committed measurement of ``compare``'s overhead into the page."""
+class AutoSeedsDirective(MeasurementDirective):
+    """The committed ``seeds = "auto"`` measurement."""
 
-    def run(self):  # type: ignore[no-untyped-def]
-        self.env.note_dependency(str(compare_overhead.RECORD))
-        text = compare_overhead.markdown(json.loads(compare_overhead.RECORD.read_text()))
-        node = nodes.container()
-        self.state.nested_parse(StringList(text.splitlines(), source="compare_overhead"), 0, node)
-        return node.children
+    script = auto_seeds
+
+
+class CompareOverheadDirective(MeasurementDirective):
+    """The committed measurement of ``compare``'s overhead."""
+
+    script = compare_overhead
 
 
 def setup(app):  # type: ignore[no-untyped-def]
