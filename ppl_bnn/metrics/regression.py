@@ -148,7 +148,10 @@ def _mixture_at(
             outs[0][part] = ndtr(z, out=z).mean(axis=0)
 
     threads = host_threads() if x.shape[0] * num_draws >= _THREADED_ELEMENTS else 1
-    parts = _column_parts(x.shape[0], max(1, _CHUNK // num_draws), 2 * threads)
+    # One thread takes the chunks whole; several, two parts each (the last ones even out).
+    parts = _column_parts(
+        x.shape[0], max(1, _CHUNK // num_draws), 2 * threads if threads > 1 else 1
+    )
     if threads > 1 and len(parts) > 1:
         with ThreadPoolExecutor(min(threads, len(parts))) as pool:
             list(pool.map(evaluate, parts))
