@@ -134,7 +134,9 @@ class Target:
         variant: What makes ``program`` other than the spec's own model (``mcdropout``'s
             training-time :class:`~ppl_bnn.model.dropout.Dropout`); None for the spec's model.
             Compiled programs that call ``program`` are kept under it, so that a fit of one
-            program never runs one compiled for another.
+            program never runs one compiled for another; those that take the model's numbers
+            as arguments add its ``numbers()`` to the spec's and keep them under its
+            ``numberless()``.
     """
 
     backend: str

@@ -128,7 +128,7 @@ def elbo_terms(
         kl = kl + monte_carlo_kl(prior, loc[site.name], scale[site.name], z, xp)
     drawn: dict[str, Any] = {}
 
-    def network(params: Mapping[str, Any], h: Any) -> Any:
+    def network(params: Mapping[str, Any], h: Any, numbers: Mapping[str, Any] | None) -> Any:
         for layer, kinds in spec.layer_params:
             if not kinds:
                 h = layer.forward({}, h, ppl)

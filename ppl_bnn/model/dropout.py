@@ -43,7 +43,7 @@ NeurIPS 2017.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ppl_bnn.model.layers import Dense
@@ -53,6 +53,8 @@ from ppl_bnn.model.spec import BNNSpec
 #: Prefix of concrete dropout's rate sites: ``dropout_rate{l}`` for the input of dense layer ``l``
 #: (``l`` the index of its weight site ``w{l}``).
 RATE_PREFIX = "dropout_rate"
+#: The fixed rate's name among the model's numbers (:meth:`Dropout.numbers`).
+RATE_NUMBER = "dropout_rate"
 
 
 def dense_weights(spec: BNNSpec) -> list[tuple[str, int]]:
@@ -86,15 +88,30 @@ class Dropout:
     temperature: float = 0.1
     regularizer: float = 1.0
 
-    def network(self, spec: BNNSpec, ppl: PPL) -> Callable[[Mapping[str, Any], Any], Any]:
-        """``network(params, x)`` for :func:`~ppl_bnn.model.program.bnn_model`: the forward pass
-        with masks on every dense layer's input (with concrete dropout, also the rate sites and
-        the regulariser, a ``factor`` of the model)."""
+    def numbers(self) -> dict[str, float]:
+        """The fixed rate as one of the model's numbers (:func:`~ppl_bnn.model.program.
+        model_numbers`), which a compiled program takes as an argument; none with concrete
+        dropout, whose rates are sites."""
+        return {} if self.concrete else {RATE_NUMBER: self.rate}
 
-        def network(params: Mapping[str, Any], x: Any) -> Any:
-            rates = self._rates(spec, ppl)
+    def numberless(self) -> Dropout:
+        """This dropout without its :meth:`numbers`: what a program given them depends on."""
+        return self if self.concrete else replace(self, rate=0.0)
+
+    def network(
+        self, spec: BNNSpec, ppl: PPL
+    ) -> Callable[[Mapping[str, Any], Any, Mapping[str, Any] | None], Any]:
+        """``network(params, x, numbers)`` for :func:`~ppl_bnn.model.program.bnn_model`: the
+        forward pass with masks on every dense layer's input, at the fixed rate of ``numbers``
+        where they hold one (:meth:`numbers`) (with concrete dropout, also the rate sites and
+        the regulariser, a ``factor`` of the model, whose prior stds come from ``numbers``
+        where given)."""
+
+        def network(params: Mapping[str, Any], x: Any, numbers: Mapping[str, Any] | None) -> Any:
+            rates = self._rates(spec, ppl, numbers)
             if self.concrete:
-                ppl.factor("dropout_regularizer", self._regulariser(spec, params, rates, ppl))
+                regulariser = self._regulariser(spec, params, rates, ppl, numbers)
+                ppl.factor("dropout_regularizer", regulariser)
             h = x
             for layer, sites in spec.layer_params:
                 if isinstance(layer, Dense):
@@ -105,10 +122,12 @@ class Dropout:
 
         return network
 
-    def _rates(self, spec: BNNSpec, ppl: PPL) -> dict[str, Any]:
-        """Weight site -> the rate of its layer's input: the fixed rate, or a rate site."""
+    def _rates(self, spec: BNNSpec, ppl: PPL, numbers: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Weight site -> the rate of its layer's input: the fixed rate (from ``numbers`` where
+        they hold it), or a rate site."""
         if not self.concrete:
-            return {w: self.rate for w, _ in dense_weights(spec)}
+            rate = self.rate if numbers is None else numbers.get(RATE_NUMBER, self.rate)
+            return {w: rate for w, _ in dense_weights(spec)}
         unit = ppl.dist.constraints.unit_interval
         return {w: ppl.param(rate_site(w), self.rate, unit) for w, _ in dense_weights(spec)}
 
@@ -126,14 +145,19 @@ class Dropout:
         return h * keep / (1.0 - rate)
 
     def _regulariser(
-        self, spec: BNNSpec, params: Mapping[str, Any], rates: Mapping[str, Any], ppl: PPL
+        self,
+        spec: BNNSpec,
+        params: Mapping[str, Any],
+        rates: Mapping[str, Any],
+        ppl: PPL,
+        numbers: Mapping[str, Any] | None,
     ) -> Any:
         """The concrete dropout terms added to the log joint (module docstring)."""
         sites = {s.name: s for s in spec.sites()}
         total = 0.0
         for weight, units in dense_weights(spec):
             p, w = rates[weight], params[weight]
-            dist = prior(sites[weight], ppl, params)
+            dist = prior(sites[weight], ppl, params, numbers=numbers)
             decay = dist.log_prob(w).sum() - dist.log_prob(w * 0.0).sum()
             entropy = ppl.dist.Bernoulli(probs=p).entropy()
             total = total + p / (1.0 - p) * decay + self.regularizer * units * entropy

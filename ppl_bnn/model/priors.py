@@ -124,6 +124,13 @@ def _positive_finite(name: str, value: object) -> float:
     return float(value)
 
 
+def normal_distribution(ppl: PPL, shape: tuple[int, ...], scale: Any) -> Any:
+    """:class:`Normal`'s distribution over a site of ``shape`` with std ``scale``, a number or an
+    array of ``ppl``'s library (a compiled program's argument: :func:`~ppl_bnn.model.program.
+    model_numbers`)."""
+    return _event(ppl.dist.Normal(0.0, scale), shape)
+
+
 @dataclass(frozen=True)
 class Normal:
     """Zero-mean Normal prior with standard deviation ``scale``."""
@@ -136,7 +143,7 @@ class Normal:
         object.__setattr__(self, "scale", _positive_finite("Normal scale", self.scale))
 
     def distribution(self, ppl: PPL, shape: tuple[int, ...]) -> Any:
-        return _event(ppl.dist.Normal(0.0, self.scale), shape)
+        return normal_distribution(ppl, shape, self.scale)
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         return rng.normal(0.0, self.scale, size=shape)

@@ -9,10 +9,11 @@ library, so the network is compiled from the spec, never written twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
+from ppl_bnn.model.priors import Normal, normal_distribution
 from ppl_bnn.model.spec import PRECISION_SITE, BNNSpec, Site
 
 
@@ -63,12 +64,55 @@ class PPL:
 HYPERPARAMETER_PREFIX = "prior_"
 
 
+#: The known Gaussian noise std's name among a model's numbers (:func:`model_numbers`).
+NOISE_NUMBER = "noise"
+
+
+def model_numbers(spec: BNNSpec) -> dict[str, float]:
+    """The numbers of ``spec`` that a compiled program takes as arguments rather than holding
+    them as constants: the known Gaussian noise std (:data:`NOISE_NUMBER`) and the std of every
+    site whose layer has a :class:`~ppl_bnn.model.priors.Normal` prior (by site name).
+
+    A program compiled for :func:`numberless` of a spec and given these numbers at run time
+    (``bnn_model(..., numbers=...)``) serves every spec that differs only in them: the noise
+    and prior scales a tuning grid tries, the noise known in each split's units."""
+    numbers = {
+        name: prior.scale
+        for prior, sites in zip(spec.priors, _parametrised(spec), strict=True)
+        if isinstance(prior, Normal)
+        for name in sites.values()
+    }
+    if spec.likelihood == "gaussian" and not spec.learned_noise:
+        numbers[NOISE_NUMBER] = spec.noise
+    return numbers
+
+
+def numberless(spec: BNNSpec) -> BNNSpec:
+    """``spec`` with each of its :func:`model_numbers` set to 1: what a program that takes them
+    as arguments depends on (the key it is kept under)."""
+    priors = tuple(Normal(1.0) if isinstance(p, Normal) else p for p in spec.priors)
+    known = spec.likelihood == "gaussian" and not spec.learned_noise
+    return replace(spec, priors=priors, noise=1.0 if known else spec.noise)
+
+
+def _parametrised(spec: BNNSpec) -> list[dict[str, str]]:
+    """Per layer with parameters (the order of ``spec.priors``), its sites by kind."""
+    return [sites for _, sites in spec.layer_params if sites]
+
+
 def prior(
-    site: Site, ppl: PPL, values: Mapping[str, Any], learned: Mapping[str, Any] | None = None
+    site: Site,
+    ppl: PPL,
+    values: Mapping[str, Any],
+    learned: Mapping[str, Any] | None = None,
+    numbers: Mapping[str, Any] | None = None,
 ) -> Any:
     """The prior distribution of ``site`` in ``ppl``'s library, given the ``values`` of the
     sites before it (a hierarchical prior's latent sites); a learned prior takes its
-    hyperparameters from ``learned`` (see :func:`learned_hyperparameters`)."""
+    hyperparameters from ``learned`` (see :func:`learned_hyperparameters`), a Normal prior its
+    std from ``numbers`` where they hold the site (:func:`model_numbers`)."""
+    if numbers is not None and site.name in numbers:
+        return normal_distribution(ppl, site.shape, numbers[site.name])
     if learned is not None and site.prior.learned:
         return site.prior.distribution(ppl, site.shape, learned)
     return site.prior_given(values).distribution(ppl, site.shape)
@@ -102,11 +146,14 @@ def forward(spec: BNNSpec, params: Mapping[str, Any], x: Any, ppl: PPL) -> Any:
     return h
 
 
-def noise_std(spec: BNNSpec, params: Mapping[str, Any]) -> Any:
-    """Gaussian noise std: the known value, or ``precision ** -0.5`` when learned."""
+def noise_std(
+    spec: BNNSpec, params: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> Any:
+    """Gaussian noise std: the known value (from ``numbers`` where given: :func:`model_numbers`),
+    or ``precision ** -0.5`` when learned."""
     if spec.learned_noise:
         return params[PRECISION_SITE] ** -0.5
-    return spec.noise
+    return spec.noise if numbers is None else numbers[NOISE_NUMBER]
 
 
 def _drop_data_plate_slot(value: Any, site: Site) -> Any:
@@ -129,7 +176,8 @@ def bnn_model(
     x: Any,
     y: Any | None = None,
     likelihood_scale: float = 1.0,
-    network: Callable[[Mapping[str, Any], Any], Any] | None = None,
+    network: Callable[[Mapping[str, Any], Any, Mapping[str, Any] | None], Any] | None = None,
+    numbers: Mapping[str, Any] | None = None,
 ) -> Any:
     r"""The BNN as a generative program: priors on every site, then the likelihood of ``y``.
 
@@ -147,8 +195,13 @@ def bnn_model(
     with :math:`c = N / |B|` for an unbiased minibatch estimate of the full-data log joint
     (divided by a KL weight :math:`\beta` for beta-VI, by a temperature for tempered posteriors).
 
-    ``network(params, x)`` replaces :func:`forward` when given: a gradient estimator that samples
-    pre-activations rather than weights (:mod:`ppl_bnn.model.estimators`) passes its own.
+    ``network(params, x, numbers)`` replaces :func:`forward` when given: a gradient estimator
+    that samples pre-activations rather than weights (:mod:`ppl_bnn.model.estimators`) passes its
+    own, and so does training-time dropout (:mod:`ppl_bnn.model.dropout`).
+
+    ``numbers`` (:func:`model_numbers`), where given, replace the spec's known noise std and
+    Normal prior stds: a compiled program passes them as its arguments, so that one program
+    serves every spec that differs only in them.
 
     Returns the network output ``f`` (N, output_dim).
     """
@@ -156,12 +209,12 @@ def bnn_model(
     drawn: dict[str, Any] = {}  # as sampled, batch slots kept: a conditional prior's batch
     params: dict[str, Any] = {}
     for site in spec.sites():
-        drawn[site.name] = ppl.sample(site.name, prior(site, ppl, drawn, learned))
+        drawn[site.name] = ppl.sample(site.name, prior(site, ppl, drawn, learned, numbers))
         params[site.name] = _drop_data_plate_slot(drawn[site.name], site)
-    f = forward(spec, params, x, ppl) if network is None else network(params, x)
+    f = forward(spec, params, x, ppl) if network is None else network(params, x, numbers)
     with ppl.plate("data", x.shape[0]), ppl.scale(scale=likelihood_scale):
         if spec.likelihood == "gaussian":
-            sigma = noise_std(spec, params)
+            sigma = noise_std(spec, params, numbers)
             if spec.learned_noise:
                 sigma = sigma[..., None]  # one noise std per draw, broadcast over the data
             ppl.sample("y", ppl.dist.Normal(f[..., 0], sigma), obs=y)

@@ -64,6 +64,58 @@ def test_fits_that_differ_only_in_the_kl_weight_share_one_program(
     assert not np.array_equal(untempered.draws["w0"], compiled.draws["w0"])
 
 
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [
+        ("map", {"num_steps": 60}),
+        ("mcdropout", {"num_steps": 60, "dropout_rate": 0.1, "num_draws": 5}),
+        ("laplace", {"num_steps": 60, "num_draws": 5}),
+        ("ensemble", {"num_steps": 60, "num_members": 2}),
+    ],
+)
+def test_fits_that_differ_only_in_the_models_numbers_share_one_program(
+    regression_data: tuple[np.ndarray, np.ndarray], method: str, options: dict
+) -> None:
+    """A tuning grid over the known noise and the prior's std: the numbers are arguments of the
+    programs (model_numbers), so every setting after the first runs the programs compiled for
+    it, and gets exactly what compiling its own would give."""
+    x, y = regression_data
+    first = BNN(x, y, hidden=(4,), noise=0.3, prior_scale=1.0)
+    other = BNN(x, y, hidden=(4,), noise=0.7, prior_scale=0.3)
+    programs._programs.clear()
+    fit(first, method, seed=0, **options)
+    kept = len(programs._programs)
+    reused = fit(other, method, seed=0, **options)
+    assert len(programs._programs) == kept  # nothing compiled again
+    programs._programs.clear()
+    compiled = fit(other, method, seed=0, **options)
+    for site, draws in compiled.draws.items():
+        np.testing.assert_array_equal(reused.draws[site], draws)
+    # The numbers reach the programs: the first setting's fit is not the other's.
+    assert not np.array_equal(fit(first, method, seed=0, **options).draws["w0"], reused.draws["w0"])
+
+
+def test_mc_dropout_fits_that_differ_only_in_the_rate_share_one_program(
+    regression_data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """MC dropout's rate grid: the fixed rate is one of the model's numbers."""
+    x, y = regression_data
+    model = BNN(x, y, hidden=(4,), noise=0.3)
+    options = {"num_steps": 60, "num_draws": 5}
+    programs._programs.clear()
+    fit(model, "mcdropout", seed=0, dropout_rate=0.1, **options)
+    kept = len(programs._programs)
+    reused = fit(model, "mcdropout", seed=0, dropout_rate=0.3, **options)
+    assert len(programs._programs) == kept
+    programs._programs.clear()
+    compiled = fit(model, "mcdropout", seed=0, dropout_rate=0.3, **options)
+    for site, draws in compiled.draws.items():
+        np.testing.assert_array_equal(reused.draws[site], draws)
+    # The rate reaches the training (not only the masks drawn after it): other losses.
+    trained = fit(model, "mcdropout", seed=0, dropout_rate=0.1, **options)
+    assert not np.array_equal(trained.losses, reused.losses)
+
+
 def test_a_program_of_another_model_is_not_reused() -> None:
     """MC dropout trains its MAP on the model with masks, with map's options (from 200 points
     both stop early): map's programs, compiled first in the process, must not train it without

@@ -84,19 +84,25 @@ def test_concrete_training_masks_are_relaxed_and_the_rate_is_a_site(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rate_zero_is_map(model, backend):
-    """Dropout rate 0 trains exactly the MAP fit of the same seed, and every draw is its mode."""
+    """Dropout rate 0 trains the MAP fit of the same seed, and every draw is its mode: exactly on
+    Pyro; on NumPyro to float32 rounding, since the rate is an argument of the compiled
+    program (one program for a whole grid of rates), whose fusions are not map's."""
     options = {"num_steps": 40, "batch_size": 20}
     dropout = fit(model, "mcdropout", backend=backend, seed=5, dropout_rate=0.0, num_draws=3,
                   **options)  # fmt: skip
     mode = fit(model, "map", backend=backend, seed=5, **options)
-    np.testing.assert_array_equal(dropout.losses, mode.losses)
+    rtol = 0.0 if backend == "pyro" else 1e-5
+    np.testing.assert_allclose(dropout.losses, mode.losses, rtol=rtol, atol=0)
     for name, value in mode.draws.items():
         assert dropout.draws[name].shape == (1, 3, *value.shape[2:])
         for i in range(3):
-            np.testing.assert_array_equal(dropout.draws[name][0, i], value[0, 0], err_msg=name)
-    np.testing.assert_array_equal(
-        dropout.predict(model.x).f[:1], mode.predict(model.x).f, err_msg="predictive"
-    )
+            np.testing.assert_allclose(
+                dropout.draws[name][0, i], value[0, 0], rtol=rtol, atol=rtol, err_msg=name
+            )
+    np.testing.assert_allclose(
+        dropout.predict(model.x).f[:1], mode.predict(model.x).f, rtol=rtol, atol=rtol,
+        err_msg="predictive",
+    )  # fmt: skip
     assert dropout.info["mcdropout"]["weight_decay"] == "the prior (MAP on the log joint)"
 
 

@@ -34,6 +34,7 @@ from ppl_bnn.methods.optimisation import (
     kept_step,
     learned_prior_info,
 )
+from ppl_bnn.model.program import model_numbers, numberless
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
 
@@ -41,9 +42,11 @@ from ppl_bnn.timing import now
 @dataclass(frozen=True)
 class _Fit:
     """One autoguide fit's pieces: its SVI (model program, guide, Adam, ELBO), the guide, the
-    training data and the full data as program arguments ``(x, y, likelihood scale)``, and the
-    key its compiled programs are kept under (what they close over: the model and the
-    options, the KL weight aside, so that fits differing only in it run one program)."""
+    training data and the full data as program arguments ``(x, y, {"likelihood_scale": ...,
+    "numbers": ...})`` (the model's numbers, :func:`~ppl_bnn.model.program.model_numbers`), and
+    the key its compiled programs are kept under (what they close over: the model without its
+    numbers and the options, the KL weight aside, so that fits differing only in these run one
+    program: the settings a tuning grid tries, the seeds and splits of a cell)."""
 
     svi: SVI
     guide: Any
@@ -61,12 +64,24 @@ def _fit_parts(target: Target, options: OptimisationOptions, guide_start: dict) 
     svi = SVI(program, guide, Adam(options.learning_rate), OrderedTraceELBO(options.num_particles))
     _, scale = options.likelihood_scale(target.num_data)
     as_float = partial(jnp.asarray, dtype=jnp.result_type(float))
+    variant = target.variant
+    numbers = {**model_numbers(target.spec), **(variant.numbers() if variant else {})}
+    numbers = {k: as_float(v) for k, v in numbers.items()}
     return _Fit(
         svi=svi,
         guide=guide,
-        data=(target.x, target.y, as_float(scale)),
-        full=(target.x, target.y, as_float(1.0 / options.kl_weight)),
-        program_key=("autoguide", target.spec, target.variant, replace(options, kl_weight=1.0)),
+        data=(target.x, target.y, {"likelihood_scale": as_float(scale), "numbers": numbers}),
+        full=(
+            target.x,
+            target.y,
+            {"likelihood_scale": as_float(1.0 / options.kl_weight), "numbers": numbers},
+        ),
+        program_key=(
+            "autoguide",
+            numberless(target.spec),
+            variant.numberless() if variant else None,
+            replace(options, kl_weight=1.0),
+        ),
     )
 
 
@@ -77,10 +92,10 @@ def _step(fit: _Fit, keep_lowest: bool) -> Callable[..., Any]:
 
     def one_step(carry, idx, active, data):
         (state, lowest), stopped = carry
-        x_all, y_all, scale = data
+        x_all, y_all, kwargs = data
         xb, yb = (x_all, y_all) if idx is None else (x_all[idx], y_all[idx])
-        set_up(fit.guide, xb, yb, likelihood_scale=scale)  # not on the step's random stream
-        new, loss, log_lik = update(fit.svi, state, xb, yb, likelihood_scale=scale)
+        set_up(fit.guide, xb, yb, **kwargs)  # not on the step's random stream
+        new, loss, log_lik = update(fit.svi, state, xb, yb, **kwargs)
         if keep_lowest:
             params, steps = fit.svi.get_params(state), state.optim_state[0]
             lowest = _lower(lowest, loss, params, steps, active)
@@ -110,8 +125,8 @@ def _lowest_loss_params(fit: _Fit, state: Any, lowest: tuple, losses: np.ndarray
     loss after the last step is the one iterate the scan did not score."""
 
     def loss_at(state, data):
-        set_up(fit.guide, data[0], data[1], likelihood_scale=data[2])
-        return fit.svi.evaluate(state, data[0], data[1], likelihood_scale=data[2])
+        set_up(fit.guide, data[0], data[1], **data[2])
+        return fit.svi.evaluate(state, data[0], data[1], **data[2])
 
     start = now()
     evaluate = compiled((*fit.program_key, "evaluate"), traced(fit.guide, loss_at), state, fit.data)
@@ -127,7 +142,7 @@ def _check_laplace_factor(fit: _Fit, params: dict, options: OptimisationOptions)
     of the inverse must have a positive diagonal."""
 
     def factored(params, data):
-        set_up(fit.guide, data[0], data[1], likelihood_scale=data[2])
+        set_up(fit.guide, data[0], data[1], **data[2])
         diagonal = jnp.diagonal(fit.guide.get_transform(params).scale_tril)
         return jnp.all(jnp.isfinite(diagonal) & (diagonal > 0))
 
@@ -141,7 +156,7 @@ def _sample(fit: _Fit, key: jax.Array, params: dict, num: int) -> tuple[dict, fl
     """``(draws, compile seconds, sampling seconds)``: ``num`` draws of the fitted guide."""
 
     def draw(key, params, data):
-        set_up(fit.guide, data[0], data[1], likelihood_scale=data[2])
+        set_up(fit.guide, data[0], data[1], **data[2])
         return fit.guide.sample_posterior(key, params, sample_shape=(num,))
 
     start = now()
@@ -179,7 +194,7 @@ def run(name: str, target: Target, options: OptimisationOptions, seed: int) -> R
     key_init, key_draws = jax.random.split(jax.random.PRNGKey(child_seed(seed, "svi")))
     start = now()
     # Initialised on the full data so that Laplace's Hessian is the full-data one.
-    init_key = ("autoguide", target.spec, target.variant, options.GUIDE, options.guide_kwargs())
+    init_key = ("autoguide", *fit.program_key[1:3], options.GUIDE, options.guide_kwargs())
     state = initialise(fit.svi, key_init, fit.full, guide_start, init_key)
     lowest = (jnp.asarray(jnp.inf, dtype=float), fit.svi.get_params(state))
     initialised = now()

@@ -1,7 +1,8 @@
 """The Jacobian of the network outputs with respect to some of its weights, in JAX (one batch).
 
 Reverse mode per example (``jax.jacrev``: one backward pass per output, and outputs are few),
-vectorised over the batch with ``jax.vmap`` and compiled once per (spec, sites, batch size).
+vectorised over the batch with ``jax.vmap`` and compiled once per (spec without its numbers:
+:func:`~ppl_bnn.model.program.numberless`, sites, batch size).
 The curvature built from it is numpy (:mod:`ppl_bnn.methods.ggn`).
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO
 from ppl_bnn.model.flat import sites_layout, split_network
-from ppl_bnn.model.program import forward
+from ppl_bnn.model.program import forward, numberless
 from ppl_bnn.model.spec import BNNSpec
 
 
@@ -46,6 +47,6 @@ def jacobian(
     the other network sites held at their values."""
     layout, flat, fixed = split_network(spec, params, wrt)
     fixed = {name: jnp.asarray(value) for name, value in fixed.items()}
-    compiled = _compiled(spec, layout.names)
+    compiled = _compiled(numberless(spec), layout.names)
     f, jac = compiled(jnp.asarray(flat), fixed, jnp.asarray(x, dtype=jnp.float32))
     return np.asarray(f), np.asarray(jac)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ppl_bnn.backends.numpyro.ops import PPL_NUMPYRO, _as_params
 from ppl_bnn.engine.contracts import draws_per_batch
-from ppl_bnn.model.program import forward
+from ppl_bnn.model.program import forward, numberless
 from ppl_bnn.model.spec import BNNSpec
 
 
@@ -45,6 +45,6 @@ def forward_linearised(
         k: np.asarray(params[k], dtype=np.float32) - np.asarray(v, dtype=np.float32)
         for k, v in mode.items()
     }
-    fn = _linearised_fn(spec, draws_per_batch(spec, x.shape[0]))
+    fn = _linearised_fn(numberless(spec), draws_per_batch(spec, x.shape[0]))
     x_arr = jnp.asarray(x, dtype=jnp.float32)
     return np.asarray(fn(_as_params(mode), _as_params(tangents), x_arr))

@@ -19,7 +19,7 @@ from ppl_bnn.backends.numpyro import conv
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations, enable_jax_cache
 from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.dropout import Dropout
-from ppl_bnn.model.program import PPL, bnn_model, forward
+from ppl_bnn.model.program import PPL, bnn_model, forward, numberless
 from ppl_bnn.model.spec import BNNSpec
 
 name = "numpyro"
@@ -151,7 +151,7 @@ def forward_draws(spec: BNNSpec, params: Mapping[str, np.ndarray], x: np.ndarray
     last draw repeated to fill the last share), each share a few draws at a time."""
     num = next(iter(params.values())).shape[0]
     devices = max(1, min(jax.local_device_count(), num))
-    fn = _forward_fn(spec, draws_per_batch(spec, x.shape[0]), devices)
+    fn = _forward_fn(numberless(spec), draws_per_batch(spec, x.shape[0]), devices)
     x_arr = jnp.asarray(x, dtype=jnp.float32)
     if devices == 1:
         return np.asarray(fn(_as_params(params), x_arr))

@@ -7,7 +7,9 @@ far more than running them on a small network. :func:`compiled` keeps each progr
 that its caller builds from everything the program closes over (the spec, the data, the
 options, the static sizes), so the next fit with the same key, another seed of the same cell in
 a warm benchmark worker, runs the program compiled for the first. Seeds, initial values and
-random keys are arguments of the programs, never part of them.
+random keys are arguments of the programs, never part of them; so are the model's numbers where a
+driver passes them (:func:`~ppl_bnn.model.program.model_numbers`: the settings of a tuning grid
+run one program), and its key then holds the spec without them.
 """
 
 from __future__ import annotations

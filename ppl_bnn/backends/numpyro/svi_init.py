@@ -30,7 +30,8 @@ from ppl_bnn.backends.numpyro.programs import compiled
 def initialise(
     svi: SVI, key: jax.Array, data: tuple, start: dict[str, Any], program_key: tuple
 ) -> Any:
-    """``svi.init(key, x, y, likelihood_scale=s)`` for ``data = (x, y, s)``, computed by one
+    """``svi.init(key, x, y, **kwargs)`` for ``data = (x, y, kwargs)`` (the model's keyword
+    arguments: its likelihood scale and numbers, arrays), computed by one
     compiled program kept under ``program_key``: what the initialisation closes over, the model
     and the guide with its options (Adam's initial state does not depend on its step size).
 
@@ -49,7 +50,7 @@ def initialise(
     def init(key: jax.Array, data: tuple, values: dict[str, Any]) -> Any:
         start.update(values)
         try:
-            return svi.init(key, data[0], data[1], likelihood_scale=data[2])
+            return svi.init(key, data[0], data[1], **data[2])
         finally:
             start.update(concrete)
 
