@@ -103,7 +103,7 @@ class Dropout:
     ) -> Callable[[Mapping[str, Any], Any, Mapping[str, Any] | None], Any]:
         """``network(params, x, numbers)`` for :func:`~ppl_bnn.model.program.bnn_model`: the
         forward pass with masks on every dense layer's input, at the fixed rate of ``numbers``
-        where they hold one (:meth:`numbers`) (with concrete dropout, also the rate sites and
+        where given (:meth:`numbers`) (with concrete dropout, also the rate sites and
         the regulariser, a ``factor`` of the model, whose prior stds come from ``numbers``
         where given)."""
 
@@ -124,9 +124,9 @@ class Dropout:
 
     def _rates(self, spec: BNNSpec, ppl: PPL, numbers: Mapping[str, Any] | None) -> dict[str, Any]:
         """Weight site -> the rate of its layer's input: the fixed rate (from ``numbers`` where
-        they hold it), or a rate site."""
+        given: :meth:`numbers`), or a rate site."""
         if not self.concrete:
-            rate = self.rate if numbers is None else numbers.get(RATE_NUMBER, self.rate)
+            rate = self.rate if numbers is None else numbers[RATE_NUMBER]
             return {w: rate for w, _ in dense_weights(spec)}
         unit = ppl.dist.constraints.unit_interval
         return {w: ppl.param(rate_site(w), self.rate, unit) for w, _ in dense_weights(spec)}
