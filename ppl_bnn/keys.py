@@ -15,13 +15,15 @@ import numpy as np
 
 def _plain(value: Any) -> Any:
     """A JSON form of ``value``: arrays by dtype, shape and the SHA-256 of their bytes,
-    dataclasses by class and fields, anything else by its ``repr``."""
+    dataclasses by class and the fields that take part in their equality (not those declared
+    ``compare=False``: SWAG's SGD phase's start, an argument of its programs), anything else by
+    its ``repr``."""
     if isinstance(value, np.ndarray | np.generic) or hasattr(value, "__array__"):
         array = np.ascontiguousarray(np.asarray(value))
         digest = hashlib.sha256(array.tobytes()).hexdigest()
         return {"array": f"{array.dtype.str}{list(array.shape)}", "sha256": digest}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.compare}
         return {"class": type(value).__qualname__, **fields}
     return repr(value)
 

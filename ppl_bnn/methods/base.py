@@ -94,7 +94,9 @@ class KernelOptions(MethodOptions, Protocol):
     functions of the sampler state (:mod:`ppl_bnn.methods.sgmcmc`)."""
 
     def kernel(self, *args: Any, **kwargs: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        """The sampler's ``(init, step)``, with the framework's elementwise functions given."""
+        """The sampler's ``(init, step)``, with the framework's elementwise functions given
+        (``cos``) and, where a compiled program passes it as an argument, the step size
+        (``step_size``, in place of the options' own)."""
 
 
 #: The options protocol each driver reads, beyond :class:`MethodOptions`.

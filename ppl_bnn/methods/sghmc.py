@@ -96,11 +96,12 @@ class SGHMCOptions(SGMCMCOptions):
             raise ValueError(f"friction must be in (0, 1], got {self.friction!r}")
 
     def kernel(
-        self, cos: Callable[[Any], Any] = math.cos
+        self, cos: Callable[[Any], Any] = math.cos, step_size: Any = None
     ) -> tuple[Callable[..., SGHMCState], Callable[..., tuple[SGHMCState, SGMCMCInfo]]]:
-        """:func:`sghmc` configured by these options (``cos``: see :func:`step_size_schedule`)."""
+        """:func:`sghmc` configured by these options (``cos``, ``step_size``: see
+        :func:`step_size_schedule`)."""
         return sghmc(
-            step_size_schedule(self, cos),
+            step_size_schedule(self, cos, step_size),
             self.temperature,
             self.friction,
             noise_scale=noise_schedule(self),

@@ -37,11 +37,14 @@ class SGLDOptions(SGMCMCOptions):
     """Options of ``fit(..., method="sgld")``: those of :class:`SGMCMCOptions`, nothing more."""
 
     def kernel(
-        self, cos: Callable[[Any], Any] = math.cos
+        self, cos: Callable[[Any], Any] = math.cos, step_size: Any = None
     ) -> tuple[Callable[..., SGLDState], Callable[..., tuple[SGLDState, SGMCMCInfo]]]:
-        """:func:`sgld` configured by these options (``cos``: see :func:`step_size_schedule`)."""
+        """:func:`sgld` configured by these options (``cos``, ``step_size``: see
+        :func:`step_size_schedule`)."""
         return sgld(
-            step_size_schedule(self, cos), self.temperature, noise_scale=noise_schedule(self)
+            step_size_schedule(self, cos, step_size),
+            self.temperature,
+            noise_scale=noise_schedule(self),
         )
 
 

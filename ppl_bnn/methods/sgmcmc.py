@@ -282,11 +282,13 @@ class CyclicalOptions(SGMCMCOptions):
 
 
 def step_size_schedule(
-    options: SGMCMCOptions, cos: Callable[[Any], Any] = math.cos
+    options: SGMCMCOptions, cos: Callable[[Any], Any] = math.cos, step_size: Any = None
 ) -> Callable[[Any], Any]:
     """:math:`t \\mapsto \\epsilon_t`; works on Python ints and traced JAX integers alike, given
-    the array library's ``cos`` for the cyclical schedule (``jnp.cos`` for traced integers)."""
-    a = options.step_size
+    the array library's ``cos`` for the cyclical schedule (``jnp.cos`` for traced integers).
+    ``step_size``, where given, stands for ``options.step_size``: a compiled program's argument,
+    so that one program serves every step size (a tuning grid's)."""
+    a = options.step_size if step_size is None else step_size
     if options.schedule == "constant":
         return lambda t: a + 0.0 * t
     if options.schedule == "cyclical":

@@ -169,9 +169,9 @@ class SGDPhase(SGMCMCOptions):
     start: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def kernel(
-        self, cos: Callable[[Any], Any] = math.cos
+        self, cos: Callable[[Any], Any] = math.cos, step_size: Any = None
     ) -> tuple[Callable[..., SGDState], Callable[..., tuple[SGDState, SGMCMCInfo]]]:
-        return sgd(self.step_size)
+        return sgd(self.step_size if step_size is None else step_size)
 
     def initial_positions(self, model: BNN, seed: int, name: str) -> list[dict[str, np.ndarray]]:
         return [dict(self.start)]

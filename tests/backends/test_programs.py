@@ -71,6 +71,8 @@ def test_fits_that_differ_only_in_the_kl_weight_share_one_program(
         ("mcdropout", {"num_steps": 60, "dropout_rate": 0.1, "num_draws": 5}),
         ("laplace", {"num_steps": 60, "num_draws": 5}),
         ("ensemble", {"num_steps": 60, "num_members": 2}),
+        ("sgld", FITS["sgld"]),
+        ("swag", {"num_steps": 60, "num_snapshots": 10, "rank": 5, "num_draws": 5}),
     ],
 )
 def test_fits_that_differ_only_in_the_models_numbers_share_one_program(
@@ -93,6 +95,39 @@ def test_fits_that_differ_only_in_the_models_numbers_share_one_program(
         np.testing.assert_array_equal(reused.draws[site], draws)
     # The numbers reach the programs: the first setting's fit is not the other's.
     assert not np.array_equal(fit(first, method, seed=0, **options).draws["w0"], reused.draws["w0"])
+
+
+@pytest.mark.parametrize(
+    ("method", "option", "values", "options"),
+    [
+        ("sgld", "step_size", (1e-4, 3e-4), {k: v for k, v in FITS["sgld"].items()
+                                             if k != "step_size"}),
+        ("swag", "swag_learning_rate", (0.01, 0.03),
+         {"num_steps": 60, "num_snapshots": 10, "rank": 5, "num_draws": 5}),
+    ],
+)  # fmt: skip
+def test_sg_mcmc_fits_that_differ_only_in_the_step_size_share_one_program(
+    regression_data: tuple[np.ndarray, np.ndarray],
+    method: str,
+    option: str,
+    values: tuple[float, float],
+    options: dict,
+) -> None:
+    """A grid of step sizes (SWAG's learning rate sets its SGD phase's): the step size is an
+    argument of the SG-MCMC programs."""
+    x, y = regression_data
+    model = BNN(x, y, hidden=(4,), noise=0.3)
+    first, other = ({**options, option: value} for value in values)
+    programs._programs.clear()
+    fit(model, method, seed=0, **first)
+    kept = len(programs._programs)
+    reused = fit(model, method, seed=0, **other)
+    assert len(programs._programs) == kept
+    programs._programs.clear()
+    compiled = fit(model, method, seed=0, **other)
+    for site, draws in compiled.draws.items():
+        np.testing.assert_array_equal(reused.draws[site], draws)
+    assert not np.array_equal(fit(model, method, seed=0, **first).draws["w0"], reused.draws["w0"])
 
 
 def test_mc_dropout_fits_that_differ_only_in_the_rate_share_one_program(

@@ -106,10 +106,12 @@ def _as_params(params: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
 
 
 def log_joint(spec: BNNSpec) -> Any:
-    """Pure JAX function ``(params, x, y, likelihood_scale) -> log joint`` of the model."""
+    """Pure JAX function ``(params, x, y, likelihood_scale, numbers) -> log joint`` of the model
+    (``numbers``: the model's, :func:`~ppl_bnn.model.program.model_numbers`, as arguments of a
+    compiled program, or None for the spec's own)."""
 
-    def fn(params, x, y, likelihood_scale=1.0):
-        kwargs = {"likelihood_scale": likelihood_scale}
+    def fn(params, x, y, likelihood_scale=1.0, numbers=None):
+        kwargs = {"likelihood_scale": likelihood_scale, "numbers": numbers}
         return _numpyro_log_density(model(spec), (x, y), kwargs, params)[0]
 
     return fn

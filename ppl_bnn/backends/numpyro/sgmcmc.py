@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import jax
@@ -22,35 +24,39 @@ from ppl_bnn.methods.sgmcmc import (
     site_arrays,
     site_fields,
 )
-from ppl_bnn.model.program import constrain, site_transforms
+from ppl_bnn.model.program import constrain, model_numbers, numberless, site_transforms
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
 
 
 def _gradient(target: Target, batch: int) -> tuple[Callable[..., Any], dict]:
-    """``value_and_grad(z, xb, yb)`` of the minibatch log density (the likelihood scaled by
-    ``n / batch``) on the unconstrained positions ``z``, and the sites' transforms."""
+    """``value_and_grad(z, xb, yb, numbers)`` of the minibatch log density (the likelihood
+    scaled by ``n / batch``) on the unconstrained positions ``z``, given the model's numbers,
+    and the sites' transforms."""
     n = target.num_data
     log_joint = ops.log_joint(target.spec)
     transforms = site_transforms(target.spec, ops.PPL_NUMPYRO)
 
-    def log_density(z, xb, yb):
+    def log_density(z, xb, yb, numbers):
         theta, log_det = constrain(transforms, z)
-        return log_joint(theta, xb, yb, n / batch) + log_det
+        return log_joint(theta, xb, yb, n / batch, numbers) + log_det
 
     return jax.value_and_grad(log_density), transforms
 
 
-def _update(value_and_grad: Callable[..., Any], step: Callable[..., Any], names: list[str]):
+def _update(value_and_grad: Callable[..., Any], options: SGMCMCOptions, names: list[str]):
     """One kernel step of one chain, pure: ``(carry, (key, idx), data) -> (carry, info)``, the
     carry ``(state, the step it diverged at (-1: none), from that step which sites' positions
-    were not finite)``; a step to a non-finite position or log density is not taken."""
+    were not finite)``, ``data`` the arguments ``(x, y, model numbers, step size)``; a step to
+    a non-finite position or log density is not taken."""
 
     def one_step(carry, inputs, data):
         state, diverged_at, bad_sites = carry
         key, idx = inputs
-        xb, yb = data if idx is None else (data[0][idx], data[1][idx])
-        lp, grad = value_and_grad(state.position, xb, yb)
+        x, y, numbers, step_size = data
+        xb, yb = (x, y) if idx is None else (x[idx], y[idx])
+        _, step = options.kernel(cos=jnp.cos, step_size=step_size)
+        lp, grad = value_and_grad(state.position, xb, yb, numbers)
         leaves, tree = jax.tree.flatten(state.position)
         keys = jax.random.split(key, len(leaves))
         noise = jax.tree.unflatten(
@@ -135,9 +141,9 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     options = options.for_data(n)
     batch = options.resolved_batch_size(n)
     value_and_grad, transforms = _gradient(target, batch)
-    init, step = options.kernel(cos=jnp.cos)
+    init, _ = options.kernel(cos=jnp.cos)
     names = [site.name for site in target.spec.sites()]
-    burn, sample = _phases(_update(value_and_grad, step, names), options, transforms)
+    burn, sample = _phases(_update(value_and_grad, options, names), options, transforms)
     carry = _start(init, target, options, seed, name, names)
     key_burn, key_sample = jax.random.split(jax.random.PRNGKey(child_seed(seed, name)))
     burn_keys = jax.random.split(key_burn, options.num_chains)
@@ -145,10 +151,13 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     burn_idx, sample_idx = _minibatches(target, options, batch, seed, name)
 
     start = now()
-    # What burn and sample close over: the kernel's options and the model (and n, batch).
+    # What burn and sample close over: the kernel's options and the model (and n, batch), the
+    # step size and the model's numbers aside: arguments, so that a grid of them runs one program.
+    as_float = partial(jnp.asarray, dtype=jnp.result_type(float))
+    numbers = {k: as_float(v) for k, v in model_numbers(target.spec).items()}
     key, data, axes = (
-        ("sgmcmc", options, target.spec, n, batch),
-        (target.x, target.y),
+        ("sgmcmc", replace(options, step_size=None), numberless(target.spec), n, batch),
+        (target.x, target.y, numbers, as_float(options.step_size)),
         (0, 0, 0, None),
     )
     burn_fn = compiled(
