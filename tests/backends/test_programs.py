@@ -3,6 +3,8 @@ compiling its own would give, also on other data of the same shapes (the data ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,22 @@ FITS = {
 }
 
 
+def _second_fit_reuses_the_firsts_programs(first: Callable, other: Callable) -> tuple:
+    """``first()`` then ``other()`` (fits) on an empty program cache: ``other`` compiles nothing
+    and gets bit for bit what it gets with programs of its own, compiled on an empty cache.
+    Returns ``(reused, compiled)``, its two results."""
+    programs._programs.clear()
+    first()
+    kept = len(programs._programs)
+    reused = other()
+    assert len(programs._programs) == kept  # nothing compiled again
+    programs._programs.clear()
+    compiled = other()
+    for site, draws in compiled.draws.items():
+        np.testing.assert_array_equal(reused.draws[site], draws)
+    return reused, compiled
+
+
 @pytest.mark.parametrize("name", list(FITS))
 def test_a_reused_program_gives_the_fit_a_new_one_gives_on_other_data(
     regression_data: tuple[np.ndarray, np.ndarray], name: str
@@ -25,15 +43,9 @@ def test_a_reused_program_gives_the_fit_a_new_one_gives_on_other_data(
     method, options = name.split("-")[0], FITS[name]
     first = BNN(x, y, hidden=(4,), noise=0.3)
     other = BNN(x, np.cos(2 * y), hidden=(4,), noise=0.3)  # same shapes, other values
-    programs._programs.clear()
-    fit(first, method, seed=0, **options)
-    kept = len(programs._programs)
-    reused = fit(other, method, seed=1, **options)
-    assert len(programs._programs) == kept  # nothing compiled again
-    programs._programs.clear()
-    compiled = fit(other, method, seed=1, **options)
-    for site, draws in compiled.draws.items():
-        np.testing.assert_array_equal(reused.draws[site], draws)
+    reused, compiled = _second_fit_reuses_the_firsts_programs(
+        lambda: fit(first, method, seed=0, **options), lambda: fit(other, method, seed=1, **options)
+    )
 
     # Counted, not timed: the new program is compiled or loaded from the persistent cache,
     # the reused one neither (their compile seconds, mostly eager set-up, overlap under load).
@@ -50,15 +62,10 @@ def test_fits_that_differ_only_in_the_kl_weight_share_one_program(
     x, y = regression_data
     model = BNN(x, y, hidden=(4,), noise=0.3)
     options = FITS["svi"]
-    programs._programs.clear()
-    fit(model, "svi", seed=0, kl_weight=1.0, **options)
-    kept = len(programs._programs)
-    reused = fit(model, "svi", seed=0, kl_weight=0.1, **options)
-    assert len(programs._programs) == kept
-    programs._programs.clear()
-    compiled = fit(model, "svi", seed=0, kl_weight=0.1, **options)
-    for site, draws in compiled.draws.items():
-        np.testing.assert_array_equal(reused.draws[site], draws)
+    _, compiled = _second_fit_reuses_the_firsts_programs(
+        lambda: fit(model, "svi", seed=0, kl_weight=1.0, **options),
+        lambda: fit(model, "svi", seed=0, kl_weight=0.1, **options),
+    )
     # The weight reaches the program: the tempered fit is not the untempered one.
     untempered = fit(model, "svi", seed=0, kl_weight=1.0, **options)
     assert not np.array_equal(untempered.draws["w0"], compiled.draws["w0"])
@@ -84,15 +91,9 @@ def test_fits_that_differ_only_in_the_models_numbers_share_one_program(
     x, y = regression_data
     first = BNN(x, y, hidden=(4,), noise=0.3, prior_scale=1.0)
     other = BNN(x, y, hidden=(4,), noise=0.7, prior_scale=0.3)
-    programs._programs.clear()
-    fit(first, method, seed=0, **options)
-    kept = len(programs._programs)
-    reused = fit(other, method, seed=0, **options)
-    assert len(programs._programs) == kept  # nothing compiled again
-    programs._programs.clear()
-    compiled = fit(other, method, seed=0, **options)
-    for site, draws in compiled.draws.items():
-        np.testing.assert_array_equal(reused.draws[site], draws)
+    reused, _ = _second_fit_reuses_the_firsts_programs(
+        lambda: fit(first, method, seed=0, **options), lambda: fit(other, method, seed=0, **options)
+    )
     # The numbers reach the programs: the first setting's fit is not the other's.
     assert not np.array_equal(fit(first, method, seed=0, **options).draws["w0"], reused.draws["w0"])
 
@@ -118,15 +119,9 @@ def test_sg_mcmc_fits_that_differ_only_in_the_step_size_share_one_program(
     x, y = regression_data
     model = BNN(x, y, hidden=(4,), noise=0.3)
     first, other = ({**options, option: value} for value in values)
-    programs._programs.clear()
-    fit(model, method, seed=0, **first)
-    kept = len(programs._programs)
-    reused = fit(model, method, seed=0, **other)
-    assert len(programs._programs) == kept
-    programs._programs.clear()
-    compiled = fit(model, method, seed=0, **other)
-    for site, draws in compiled.draws.items():
-        np.testing.assert_array_equal(reused.draws[site], draws)
+    reused, _ = _second_fit_reuses_the_firsts_programs(
+        lambda: fit(model, method, seed=0, **first), lambda: fit(model, method, seed=0, **other)
+    )
     assert not np.array_equal(fit(model, method, seed=0, **first).draws["w0"], reused.draws["w0"])
 
 
@@ -137,15 +132,10 @@ def test_mc_dropout_fits_that_differ_only_in_the_rate_share_one_program(
     x, y = regression_data
     model = BNN(x, y, hidden=(4,), noise=0.3)
     options = {"num_steps": 60, "num_draws": 5}
-    programs._programs.clear()
-    fit(model, "mcdropout", seed=0, dropout_rate=0.1, **options)
-    kept = len(programs._programs)
-    reused = fit(model, "mcdropout", seed=0, dropout_rate=0.3, **options)
-    assert len(programs._programs) == kept
-    programs._programs.clear()
-    compiled = fit(model, "mcdropout", seed=0, dropout_rate=0.3, **options)
-    for site, draws in compiled.draws.items():
-        np.testing.assert_array_equal(reused.draws[site], draws)
+    reused, _ = _second_fit_reuses_the_firsts_programs(
+        lambda: fit(model, "mcdropout", seed=0, dropout_rate=0.1, **options),
+        lambda: fit(model, "mcdropout", seed=0, dropout_rate=0.3, **options),
+    )
     # The rate reaches the training (not only the masks drawn after it): other losses.
     trained = fit(model, "mcdropout", seed=0, dropout_rate=0.1, **options)
     assert not np.array_equal(trained.losses, reused.losses)

@@ -14,6 +14,7 @@ import numpy as np
 from numpyro.infer import SVI, init_to_value
 from numpyro.optim import Adam
 
+from ppl_bnn.backends.numpyro import ops
 from ppl_bnn.backends.numpyro.elbo import OrderedTraceELBO, update
 from ppl_bnn.backends.numpyro.guides import guide_class
 from ppl_bnn.backends.numpyro.programs import compiled
@@ -34,7 +35,7 @@ from ppl_bnn.methods.optimisation import (
     kept_step,
     learned_prior_info,
 )
-from ppl_bnn.model.program import model_numbers, numberless
+from ppl_bnn.model.program import numberless
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
 
@@ -65,8 +66,7 @@ def _fit_parts(target: Target, options: OptimisationOptions, guide_start: dict) 
     _, scale = options.likelihood_scale(target.num_data)
     as_float = partial(jnp.asarray, dtype=jnp.result_type(float))
     variant = target.variant
-    numbers = {**model_numbers(target.spec), **(variant.numbers() if variant else {})}
-    numbers = {k: as_float(v) for k, v in numbers.items()}
+    numbers = ops.numbers(target.spec, variant)
     return _Fit(
         svi=svi,
         guide=guide,

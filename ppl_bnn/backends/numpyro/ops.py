@@ -19,7 +19,7 @@ from ppl_bnn.backends.numpyro import conv
 from ppl_bnn.backends.numpyro.compile_cache import FitCompilations, enable_jax_cache
 from ppl_bnn.engine.contracts import draws_per_batch
 from ppl_bnn.model.dropout import Dropout
-from ppl_bnn.model.program import PPL, bnn_model, forward, numberless
+from ppl_bnn.model.program import PPL, bnn_model, forward, model_numbers, numberless
 from ppl_bnn.model.spec import BNNSpec
 
 name = "numpyro"
@@ -99,6 +99,14 @@ def data(spec: BNNSpec, x: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any]:
         return x_arr, None
     dtype = jnp.float32 if spec.likelihood == "gaussian" else jnp.int32
     return x_arr, jnp.asarray(y, dtype=dtype)
+
+
+def numbers(spec: BNNSpec, variant: Any = None) -> dict[str, jax.Array]:
+    """The model's numbers (:func:`~ppl_bnn.model.program.model_numbers`, and those of a
+    ``variant`` such as MC dropout's :class:`~ppl_bnn.model.dropout.Dropout`) as float arrays:
+    the arguments of programs kept under the spec without them."""
+    given = {**model_numbers(spec), **(variant.numbers() if variant is not None else {})}
+    return {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in given.items()}
 
 
 def _as_params(params: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:

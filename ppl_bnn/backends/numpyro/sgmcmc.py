@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 import jax
@@ -24,7 +23,7 @@ from ppl_bnn.methods.sgmcmc import (
     site_arrays,
     site_fields,
 )
-from ppl_bnn.model.program import constrain, model_numbers, numberless, site_transforms
+from ppl_bnn.model.program import constrain, numberless, site_transforms
 from ppl_bnn.seeding import child_seed
 from ppl_bnn.timing import now
 
@@ -153,11 +152,10 @@ def run(name: str, target: Target, options: SGMCMCOptions, seed: int) -> RunOutp
     start = now()
     # What burn and sample close over: the kernel's options and the model (and n, batch), the
     # step size and the model's numbers aside: arguments, so that a grid of them runs one program.
-    as_float = partial(jnp.asarray, dtype=jnp.result_type(float))
-    numbers = {k: as_float(v) for k, v in model_numbers(target.spec).items()}
+    step_size = jnp.asarray(options.step_size, dtype=jnp.result_type(float))
     key, data, axes = (
         ("sgmcmc", replace(options, step_size=None), numberless(target.spec), n, batch),
-        (target.x, target.y, numbers, as_float(options.step_size)),
+        (target.x, target.y, ops.numbers(target.spec), step_size),
         (0, 0, 0, None),
     )
     burn_fn = compiled(
